@@ -1,0 +1,4 @@
+package magpie
+
+// Collector is the crawler. SKELETON: being built.
+type Collector struct{}

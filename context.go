@@ -1,0 +1,80 @@
+package magpie
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+)
+
+// Context carries values from a request to its callbacks and, copied, to the
+// requests that callbacks make with Request.Visit. Unlike Colly, each child
+// request gets its own copy, so siblings never see each other's writes.
+//
+// The zero value is not usable; create one with NewContext. A Context is safe
+// for concurrent use.
+type Context struct {
+	// mu guards m.
+	mu sync.RWMutex
+	m  map[string]any
+}
+
+// NewContext returns an empty Context.
+func NewContext() *Context {
+	return &Context{m: make(map[string]any)}
+}
+
+// Put stores value under key, replacing any earlier value.
+func (c *Context) Put(key string, value any) {
+	c.mu.Lock()
+	c.m[key] = value
+	c.mu.Unlock()
+}
+
+// Get returns the value stored under key as a string: the string itself, the
+// fmt %v form of any other value, or "" when the key is absent. Unlike Colly it
+// never panics on a non-string value.
+func (c *Context) Get(key string) string {
+	c.mu.RLock()
+	v, ok := c.m[key]
+	c.mu.RUnlock()
+	if !ok || v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+// GetAny returns the value stored under key, or nil.
+func (c *Context) GetAny(key string) any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[key]
+}
+
+// ForEach calls fn for every key and value and returns what fn returned, in no
+// particular order. fn must not call methods of c that write.
+func (c *Context) ForEach(fn func(k string, v any) any) []any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]any, 0, len(c.m))
+	for k, v := range c.m {
+		out = append(out, fn(k, v))
+	}
+	return out
+}
+
+// Clone returns a shallow copy: the map is new, the values are shared.
+func (c *Context) Clone() *Context {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return &Context{m: maps.Clone(c.m)}
+}
+
+// Len returns the number of keys.
+func (c *Context) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}

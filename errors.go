@@ -1,0 +1,75 @@
+package magpie
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/magpiecrawl/magpie/limits"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Sentinel errors keep Colly's names and texts so that code and tests written
+// for Colly can branch on them unchanged. Compare with errors.Is.
+var (
+	// ErrForbiddenDomain is returned when a request's host is in DisallowedDomains
+	// or not in a non-empty AllowedDomains.
+	ErrForbiddenDomain = errors.New("Forbidden domain")
+	// ErrMissingURL is returned when a request has no URL.
+	ErrMissingURL = errors.New("Missing URL")
+	// ErrMaxDepth is returned when a request is deeper than MaxDepth.
+	ErrMaxDepth = errors.New("Max depth limit reached")
+	// ErrForbiddenURL is returned when a URL matches one of DisallowedURLFilters.
+	ErrForbiddenURL = errors.New("ForbiddenURL")
+	// ErrNoURLFiltersMatch is returned when URLFilters is set and no filter matches the URL.
+	ErrNoURLFiltersMatch = errors.New("No URLFilters match")
+	// ErrRobotsTxtBlocked is returned when robots.txt forbids the URL for the User-Agent sent.
+	ErrRobotsTxtBlocked = errors.New("URL blocked by robots.txt")
+	// ErrNoCookieJar is returned by SetCookies when cookies are disabled.
+	ErrNoCookieJar = errors.New("Cookie jar is not available")
+	// ErrNoPattern is returned by Limit when a LimitRule has neither DomainGlob nor DomainRegexp.
+	ErrNoPattern = limits.ErrNoPattern
+	// ErrEmptyProxyURL is returned when a proxy switcher is given no proxy URL.
+	ErrEmptyProxyURL = errors.New("Proxy URL list is empty")
+	// ErrAbortedAfterHeaders is returned when an OnResponseHeaders callback aborts the request.
+	ErrAbortedAfterHeaders = errors.New("Aborted after receiving response headers")
+	// ErrAbortedBeforeRequest is returned when an OnRequestHeaders callback aborts the request.
+	ErrAbortedBeforeRequest = errors.New("Aborted before Do Request")
+	// ErrQueueFull is returned when a queue storage has reached its MaxSize.
+	ErrQueueFull = storage.ErrQueueFull
+	// ErrMaxRequests is returned when MaxRequests requests have already been admitted.
+	ErrMaxRequests = errors.New("Max Requests limit reached")
+	// ErrRetryBodyUnseekable is returned by Request.Retry when the body cannot be rewound.
+	ErrRetryBodyUnseekable = errors.New("Retry Body Unseekable")
+)
+
+// AlreadyVisitedError is returned when a request's visited key (canonical URL,
+// method and body) has been seen before and AllowURLRevisit is off. Redirects
+// to a visited URL return it too, with Destination set to the redirect target.
+type AlreadyVisitedError struct {
+	// Destination is the URL that was already visited.
+	Destination *url.URL
+}
+
+// Error implements error.
+func (e *AlreadyVisitedError) Error() string {
+	return fmt.Sprintf("%q already visited", e.Destination)
+}
+
+// HTTPError is the error for a response whose status is 300 or above (when
+// ParseHTTPErrorResponse is off). Branch on it with errors.As.
+type HTTPError struct {
+	// StatusCode is the response status, for example 404.
+	StatusCode int
+	// Status is the status line text, for example "404 Not Found".
+	Status string
+}
+
+// Error returns the status text, as Colly's status errors do (for example "Not Found").
+func (e *HTTPError) Error() string {
+	if t := http.StatusText(e.StatusCode); t != "" {
+		return t
+	}
+	return e.Status
+}

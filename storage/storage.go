@@ -1,0 +1,125 @@
+// Package storage defines where a crawl keeps its state: the visited set and
+// cookies (Storage, with the atomic VisitedSet and the error-returning
+// CookieStore as optional upgrades), and the frontier of pending requests
+// (Queue). InMemoryStorage and the in-memory queue are the defaults; the
+// sub-packages sqlitestore and redisstore persist the same interfaces, and
+// storagetest is the conformance suite every backend runs.
+package storage
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"time"
+)
+
+var (
+	// ErrQueueEmpty is returned by Queue.Lease when no entry is ready: the
+	// queue is empty, every entry is leased, or every entry waits for its
+	// not-before time.
+	ErrQueueEmpty = errors.New("storage: queue empty")
+	// ErrQueueFull is returned by Queue.Push when the queue has reached its
+	// maximum size. Its text is Colly's.
+	ErrQueueFull = errors.New("Queue MaxSize reached")
+	// ErrUnknownLease is returned by Ack and Release for an ID that is not
+	// currently leased (already acknowledged, or its lease expired and was
+	// taken over).
+	ErrUnknownLease = errors.New("storage: unknown or expired lease")
+	// ErrClosed is returned by every method of a store after Close.
+	ErrClosed = errors.New("storage: closed")
+)
+
+// Storage is Colly's interface for the visited set and cookies; a Colly
+// storage works with magpie unchanged. Implementations must be safe for
+// concurrent use. A store that also implements VisitedSet gets an atomic
+// check-and-mark; otherwise the Collector serialises IsVisited+Visited
+// in-process, which is exact for one process only.
+type Storage interface {
+	// Init prepares the storage; the Collector calls it once from SetStorage.
+	Init() error
+	// Visited marks a request ID visited.
+	Visited(requestID uint64) error
+	// IsVisited reports whether a request ID is visited.
+	IsVisited(requestID uint64) (bool, error)
+	// Cookies returns the cookies to send to u, as newline-joined Set-Cookie strings.
+	Cookies(u *url.URL) string
+	// SetCookies stores cookies received from u, in the same format.
+	SetCookies(u *url.URL, cookies string)
+}
+
+// VisitedSet is the atomic visited set. Two callers, in one process or many,
+// can never both be told that they added the same ID.
+type VisitedSet interface {
+	// AddVisited marks each ID visited and reports, per ID and in order,
+	// whether this call added it (true) or it was already present (false).
+	AddVisited(ctx context.Context, ids ...uint64) ([]bool, error)
+	// RemoveVisited forgets IDs, so that a request whose fetch failed can be
+	// admitted again. Absent IDs are ignored.
+	RemoveVisited(ctx context.Context, ids ...uint64) error
+}
+
+// CookieStore is Storage's cookie half with errors returned, for stores that
+// can fail (disk, network). The Collector prefers it when present.
+type CookieStore interface {
+	// GetCookies returns the cookies for u, as in Storage.Cookies.
+	GetCookies(ctx context.Context, u *url.URL) (string, error)
+	// PutCookies stores cookies for u, as in Storage.SetCookies.
+	PutCookies(ctx context.Context, u *url.URL, cookies string) error
+}
+
+// Entry is one leased queue entry.
+type Entry struct {
+	// ID identifies the lease; pass it to Ack or Release.
+	ID string
+	// Data is the payload given to Push (a marshalled Request).
+	Data []byte
+	// Deliveries counts how many times this entry has been leased, this time included.
+	Deliveries int
+}
+
+// QueueLen counts a queue's entries.
+type QueueLen struct {
+	// Ready entries can be leased now.
+	Ready int
+	// Delayed entries wait for a not-before time.
+	Delayed int
+	// Leased entries are held by a consumer and not yet acknowledged.
+	Leased int
+}
+
+// Pending is Ready+Delayed: entries not yet handed to a consumer.
+func (l QueueLen) Pending() int { return l.Ready + l.Delayed }
+
+// Total is every entry not yet acknowledged.
+func (l QueueLen) Total() int { return l.Ready + l.Delayed + l.Leased }
+
+// Queue is the frontier of pending requests, with at-least-once delivery: a
+// leased entry stays in the store until Ack, goes back on Release, and goes
+// back by itself when its lease expires (so a crashed consumer's entries are
+// taken over). Entries are leased in push order among those ready.
+// Implementations must be safe for concurrent use; errors are returned, never
+// swallowed; "nothing ready" is ErrQueueEmpty, never an empty success.
+type Queue interface {
+	// Push appends entries, all or none.
+	Push(ctx context.Context, data ...[]byte) error
+	// Lease hands out up to n ready entries for ttl. It returns ErrQueueEmpty
+	// when none is ready; it never blocks waiting for one.
+	Lease(ctx context.Context, n int, ttl time.Duration) ([]Entry, error)
+	// Ack removes leased entries for good.
+	Ack(ctx context.Context, ids ...string) error
+	// Release returns a leased entry to the queue, ready at notBefore (the
+	// zero time: at once).
+	Release(ctx context.Context, id string, notBefore time.Time) error
+	// Len counts entries.
+	Len(ctx context.Context) (QueueLen, error)
+	// Close releases the store's resources; entries persist in durable stores.
+	Close() error
+}
+
+// QueueNotifier is implemented by queues that can tell a waiting consumer
+// when an entry may have become ready, so that consumers need not poll.
+type QueueNotifier interface {
+	// Notify returns a channel that receives a value after a Push, a Release
+	// or an expired lease. Sends never block; one value may stand for many events.
+	Notify() <-chan struct{}
+}
