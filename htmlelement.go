@@ -133,6 +133,9 @@ func (h *HTMLElement) ChildAttrs(sel, attr string) []string {
 // in document order, with its index among the matches. The elements share
 // h's Request and Response.
 func (h *HTMLElement) ForEach(sel string, f func(i int, e *HTMLElement)) {
+	if f == nil {
+		return
+	}
 	h.ForEachWithBreak(sel, func(i int, e *HTMLElement) bool {
 		f(i, e)
 		return true

@@ -207,9 +207,9 @@ func xmlAttr(n *xmlquery.Node, k string) (string, bool) {
 }
 
 // The query helpers turn both ways an XPath expression can fail into "no
-// match": a compile error is returned by antchfx, but some expressions that
-// compile still panic while they are evaluated, and no panic may escape to
-// the crawl that called a helper.
+// match": antchfx returns compile errors, but it panics on some type errors
+// found while evaluating (substring(name, 'a'), replace with a bad regexp),
+// and no panic may escape to the crawl that called a helper.
 
 func queryHTML(n *html.Node, expr string) (res *html.Node) {
 	defer func() {
