@@ -1,0 +1,425 @@
+package magpie
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+const testProducts = `<html><body>
+<div id="shop" data-open="yes">
+  <h1> Shop </h1>
+  <p class="count"> 3 </p>
+  <p class="rating">4.5</p>
+  <p class="stock">-7</p>
+  <p class="empty">   </p>
+  <time datetime="2024-05-06T07:08:09Z">May 6</time>
+  <input type="checkbox" checked>
+  <input type="text" value="x" data-max="10">
+  <div class="product" data-id=" 11 " data-sale>
+    <a href=" /p/11 ">Lamp</a><span class="price">12.50</span><span class="tag">new</span><span class="tag">hot</span>
+  </div>
+  <div class="product" data-id="12">
+    <a href="/p/12">Chair</a><span class="price">40</span>
+  </div>
+  <ul class="tree">
+    <li><span>a</span><ul><li><span>a1</span></li><li><span>a2</span></li></ul></li>
+    <li><span>b</span></li>
+  </ul>
+</div>
+</body></html>`
+
+type product struct {
+	ID    int      `selector:"" attr:"data-id"`
+	Name  string   `selector:"a"`
+	URL   string   `selector:"a" attr:"href"`
+	Price float64  `selector:".price"`
+	Tags  []string `selector:".tag"`
+	Sale  bool     `attr:"data-sale"`
+}
+
+type shop struct {
+	Title    string     `selector:"h1"`
+	Open     string     `attr:"data-open"`
+	Count    int        `selector:".count"`
+	Rating   float32    `selector:".rating"`
+	Stock    int64      `selector:".stock"`
+	Max      uint8      `selector:"input[type=text]" attr:"data-max"`
+	Checked  bool       `selector:"input[type=checkbox]" attr:"checked"`
+	Missing  *int       `selector:".nothing"`
+	CountPtr *int       `selector:".count"`
+	When     time.Time  `selector:"time" attr:"datetime"`
+	WhenPtr  *time.Time `selector:"time" attr:"datetime"`
+	First    product    `selector:".product"`
+	FirstPtr *product   `selector:".product"`
+	NoneP    *product   `selector:".absent"`
+	Products []product  `selector:".product"`
+	PtrProds []*product `selector:".product"`
+	Prices   []float64  `selector:".price"`
+	IDs      []string   `selector:".product" attr:"data-id"`
+	Skipped  string     `selector:"-"`
+	Untagged string
+	Ignored  map[string]string
+	private  string     `selector:"h1"`
+}
+
+func TestUnmarshalHTML(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	v := shop{Skipped: "keep", Untagged: "keep", private: "keep"}
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	lamp := product{ID: 11, Name: "Lamp", URL: " /p/11 ", Price: 12.5, Tags: []string{"new", "hot"}, Sale: true}
+	chair := product{ID: 12, Name: "Chair", URL: "/p/12", Price: 40}
+	three := 3
+	when := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	want := shop{
+		Title: "Shop", Open: "yes", Count: 3, Rating: 4.5, Stock: -7, Max: 10, Checked: true,
+		CountPtr: &three, When: when, WhenPtr: &when,
+		First: lamp, FirstPtr: &lamp,
+		Products: []product{lamp, chair}, PtrProds: []*product{&lamp, &chair},
+		Prices: []float64{12.5, 40}, IDs: []string{" 11 ", "12"},
+		Skipped: "keep", Untagged: "keep", private: "keep",
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("Unmarshal() =\n%+v\nwant\n%+v", v, want)
+	}
+}
+
+type named struct {
+	Price  price  `selector:".price"`
+	Label  label  `selector:"a"`
+	Amount amount `selector:".price"`
+}
+
+type (
+	price  float64
+	label  string
+	amount struct{ cents int64 }
+)
+
+func (a *amount) UnmarshalText(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	a.cents = int64(f * 100)
+	return err
+}
+
+func TestUnmarshalNamedTypes(t *testing.T) {
+	e := newTestElement(t, testProducts, ".product")
+	var v named
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	if want := (named{Price: 12.5, Label: "Lamp", Amount: amount{1250}}); v != want {
+		t.Errorf("Unmarshal() = %+v, want %+v", v, want)
+	}
+}
+
+func TestUnmarshalEmptyValuesLeaveFields(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		Empty   int     `selector:".empty"`
+		Absent  float64 `selector:".absent"`
+		NoAttr  int     `selector:"h1" attr:"data-x"`
+		Flag    bool    `selector:".absent" attr:"x"`
+		Text    string  `selector:".absent"`
+		TextPtr *string `selector:".absent"`
+		Ints    []int   `selector:"input" attr:"data-max"`
+	}
+	v.Empty, v.Absent, v.NoAttr, v.Flag, v.Text = 1, 2, 3, true, "old"
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	if v.Empty != 1 || v.Absent != 2 || v.NoAttr != 3 || !v.Flag {
+		t.Errorf("Unmarshal() changed fields with nothing to read: %+v", v)
+	}
+	if v.Text != "" || v.TextPtr != nil {
+		t.Errorf("Unmarshal() Text = %q, TextPtr = %v; want \"\" (set as in Colly) and nil", v.Text, v.TextPtr)
+	}
+	if want := []int{0, 10}; !reflect.DeepEqual(v.Ints, want) {
+		t.Errorf("Unmarshal() Ints = %v, want %v (zero for the input without the attribute)", v.Ints, want)
+	}
+}
+
+func TestUnmarshalSliceReset(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		Kept []string `selector:".absent"`
+		Nil  []string `selector:".absent"`
+		Full []string `selector:".tag"`
+	}
+	v.Kept = []string{"old"}
+	v.Full = []string{"old", "older", "oldest"}
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	if v.Kept == nil || len(v.Kept) != 0 {
+		t.Errorf("Kept = %#v, want empty non-nil slice", v.Kept)
+	}
+	if v.Nil != nil {
+		t.Errorf("Nil = %#v, want nil", v.Nil)
+	}
+	if want := []string{"new", "hot"}; !reflect.DeepEqual(v.Full, want) {
+		t.Errorf("Full = %#v, want %#v", v.Full, want)
+	}
+}
+
+type Base struct {
+	Title string `selector:"h1"`
+}
+
+type base struct {
+	Count int `selector:".count"`
+}
+
+type embedding struct {
+	Base
+	base
+	Meta struct {
+		Rating float64 `selector:".rating"`
+	}
+}
+
+func TestUnmarshalEmbedded(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v embedding
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	if v.Title != "Shop" || v.Count != 3 || v.Meta.Rating != 4.5 {
+		t.Errorf("Unmarshal() = %+v, want Title Shop, Count 3, Meta.Rating 4.5 from the same selection", v)
+	}
+}
+
+type treeNode struct {
+	Name     string     `selector:"span"`
+	Children []treeNode `selector:"ul > li"`
+}
+
+func TestUnmarshalRecursiveType(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		Roots []treeNode `selector:".tree > li"`
+	}
+	if err := e.Unmarshal(&v); err != nil {
+		t.Fatalf("Unmarshal() error = %v", err)
+	}
+	want := []treeNode{
+		{Name: "a", Children: []treeNode{{Name: "a1"}, {Name: "a2"}}},
+		{Name: "b"},
+	}
+	if !reflect.DeepEqual(v.Roots, want) {
+		t.Errorf("Unmarshal() Roots = %+v, want %+v", v.Roots, want)
+	}
+}
+
+type selfLoop struct {
+	Name string    `selector:"h1"`
+	Next *selfLoop // no selector: the same nodes again, forever
+}
+
+func TestUnmarshalErrors(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var notStruct int
+	var nilPtr *shop
+	tests := []struct {
+		name      string
+		v         any
+		want      error
+		wantField string
+	}{
+		{"nil", nil, ErrUnmarshalTarget, ""},
+		{"non-pointer", shop{}, ErrUnmarshalTarget, ""},
+		{"nil pointer", nilPtr, ErrUnmarshalTarget, ""},
+		{"pointer to non-struct", &notStruct, ErrUnmarshalTarget, ""},
+		{"unparsable int", &struct {
+			N int `selector:"h1"`
+		}{}, strconv.ErrSyntax, "N"},
+		{"unparsable float is ErrUnmarshalValue", &struct {
+			F float64 `selector:"h1"`
+		}{}, ErrUnmarshalValue, "F"},
+		{"out of range", &struct {
+			U uint8 `selector:".count"`
+			I int8  `selector:"input[type=text]" attr:"data-max"`
+			S int8  `selector:".product" attr:"data-id"`
+			B int8  `selector:".stock"`
+			R uint  `selector:".stock"`
+		}{}, ErrUnmarshalValue, "R"},
+		{"unparsable bool", &struct {
+			B bool `selector:"h1"`
+		}{}, ErrUnmarshalValue, "B"},
+		{"unparsable time", &struct {
+			T time.Time `selector:"time"`
+		}{}, ErrUnmarshalValue, "T"},
+		{"error inside a slice element", &struct {
+			P []struct {
+				N int `selector:"a"`
+			} `selector:".product"`
+		}{}, ErrUnmarshalValue, "N"},
+		{"unsupported tagged type", &struct {
+			M map[string]string `selector:"h1"`
+		}{}, ErrUnmarshalType, "M"},
+		{"unsupported slice of slices", &struct {
+			S [][]string `selector:"h1"`
+		}{}, ErrUnmarshalType, "S"},
+		{"invalid selector tag", &struct {
+			S string `selector:"h1[["`
+		}{}, ErrUnmarshalSelector, "S"},
+		{"self recursion", &selfLoop{}, ErrUnmarshalDepth, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.Unmarshal(tt.v)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Unmarshal(%T) error = %v, want %v", tt.v, err, tt.want)
+			}
+			if tt.wantField == "" {
+				return
+			}
+			var ue *UnmarshalError
+			if !errors.As(err, &ue) || ue.Field != tt.wantField {
+				t.Errorf("Unmarshal(%T) error = %v, want an *UnmarshalError for field %s", tt.v, err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestUnmarshalErrorMessage(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		Count int `selector:"h1"`
+	}
+	err := e.Unmarshal(&v)
+	var ue *UnmarshalError
+	if !errors.As(err, &ue) {
+		t.Fatalf("Unmarshal() error = %v, want *UnmarshalError", err)
+	}
+	if ue.Value != "Shop" || ue.Selector != "h1" || ue.Type == nil {
+		t.Errorf("UnmarshalError = %+v, want Value Shop, Selector h1 and the struct type", ue)
+	}
+	const want = `magpie: unmarshal struct { Count int "selector:\"h1\"" } field Count (selector "h1"): ` +
+		`cannot parse value: strconv.ParseInt: parsing "Shop": invalid syntax`
+	if got := err.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestUnmarshalWithMap(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	type target struct {
+		Title  string `selector:"h1"`
+		Name   string
+		Href   string `attr:"href"`
+		Count  int
+		Rating float64 `selector:".rating"`
+		Skip   string  `selector:"-"`
+		Bad    string  `selector:"[["` // not used: the map wins
+	}
+	t.Run("fills only mapped fields", func(t *testing.T) {
+		var v target
+		err := e.UnmarshalWithMap(&v, map[string]string{
+			"Name": ".product a", "Href": ".product a", "Count": ".count", "Skip": "h1", "Bad": "h1", "Rating": "-",
+		})
+		if err != nil {
+			t.Fatalf("UnmarshalWithMap() error = %v", err)
+		}
+		want := target{Name: "Lamp", Href: " /p/11 ", Count: 3, Skip: "Shop", Bad: "Shop"}
+		if v != want {
+			t.Errorf("UnmarshalWithMap() = %+v, want %+v", v, want)
+		}
+	})
+	t.Run("empty map fills nothing", func(t *testing.T) {
+		var v target
+		if err := e.UnmarshalWithMap(&v, map[string]string{}); err != nil || v != (target{}) {
+			t.Errorf("UnmarshalWithMap(empty) = %+v, %v; want zero value, nil", v, err)
+		}
+	})
+	t.Run("nil map uses the tags", func(t *testing.T) {
+		var v struct {
+			Title string `selector:"h1"`
+		}
+		if err := e.UnmarshalWithMap(&v, nil); err != nil || v.Title != "Shop" {
+			t.Errorf("UnmarshalWithMap(nil) = %+v, %v; want Title Shop", v, err)
+		}
+	})
+	errTests := []struct {
+		name string
+		m    map[string]string
+		want error
+	}{
+		{"unknown field", map[string]string{"Nope": "h1"}, ErrUnmarshalField},
+		{"invalid selector", map[string]string{"Title": "h1["}, ErrUnmarshalSelector},
+		{"bad value", map[string]string{"Count": "h1"}, ErrUnmarshalValue},
+	}
+	for _, tt := range errTests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v target
+			if err := e.UnmarshalWithMap(&v, tt.m); !errors.Is(err, tt.want) {
+				t.Errorf("UnmarshalWithMap(%v) error = %v, want %v", tt.m, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnmarshalHTMLNilSelection(t *testing.T) {
+	var v struct {
+		Title string   `selector:"h1"`
+		N     int      `selector:"p"`
+		L     []string `selector:"a"`
+	}
+	v.Title = "old"
+	if err := UnmarshalHTML(&v, nil, nil); err != nil {
+		t.Fatalf("UnmarshalHTML(nil selection) error = %v", err)
+	}
+	if v.Title != "" || v.N != 0 || v.L != nil {
+		t.Errorf("UnmarshalHTML(nil selection) = %+v, want zero value", v)
+	}
+}
+
+func TestUnmarshalConcurrent(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	type fresh struct { // a type no other test has planned yet
+		Products []product `selector:".product"`
+		Title    string    `selector:"h1"`
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			var v fresh
+			if err := e.Unmarshal(&v); err != nil {
+				errs <- err
+				return
+			}
+			if len(v.Products) != 2 || v.Title != "Shop" {
+				errs <- errors.New("wrong result " + v.Title)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent Unmarshal() error = %v", err)
+	}
+	if _, ok := structPlans.Load(reflect.TypeFor[fresh]()); !ok {
+		t.Error("Unmarshal() did not cache the plan for the type")
+	}
+}
+
+func BenchmarkUnmarshal(b *testing.B) {
+	e := newTestElement(b, testProducts, "#shop")
+	b.ReportAllocs()
+	for b.Loop() {
+		var v struct {
+			Title    string    `selector:"h1"`
+			Count    int       `selector:".count"`
+			Products []product `selector:".product"`
+		}
+		if err := e.Unmarshal(&v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
