@@ -63,7 +63,7 @@ type shop struct {
 	Skipped  string     `selector:"-"`
 	Untagged string
 	Ignored  map[string]string
-	private  string     `selector:"h1"`
+	private  string `selector:"h1"`
 }
 
 func TestUnmarshalHTML(t *testing.T) {
