@@ -335,3 +335,29 @@ func BenchmarkHTMLElementChildAttr(b *testing.B) {
 		}
 	})
 }
+
+// FuzzHTMLElementSelector checks that any selector string leaves the helpers
+// panic-free and in agreement with goquery.
+func FuzzHTMLElementSelector(f *testing.F) {
+	for _, s := range []string{"a", "li.item a", ".nest", "[[", "", "*", "li:nth-child(2n+1)", "a[href^='/p']", ":not(", "div > div"} {
+		f.Add(s)
+	}
+	doc := parseDoc(f, testPage)
+	roots := doc.Find("div")
+	e := NewHTMLElementFromSelectionNode(testResponse(f), roots, nil, 0)
+	f.Fuzz(func(t *testing.T, sel string) {
+		found := roots.Find(sel)
+		if got, want := e.ChildText(sel), strings.TrimSpace(found.Text()); got != want {
+			t.Errorf("ChildText(%q) = %q, want %q", sel, got, want)
+		}
+		if got, want := len(e.ChildTexts(sel)), found.Length(); got != want {
+			t.Errorf("len(ChildTexts(%q)) = %d, want %d", sel, got, want)
+		}
+		wantAttr, _ := found.Attr("href")
+		if got := e.ChildAttr(sel, "href"); got != strings.TrimSpace(wantAttr) {
+			t.Errorf("ChildAttr(%q, href) = %q, want %q", sel, got, wantAttr)
+		}
+		e.ChildAttrs(sel, "class")
+		e.ForEach(sel, func(int, *HTMLElement) {})
+	})
+}

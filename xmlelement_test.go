@@ -224,3 +224,21 @@ func BenchmarkXMLElementChildText(b *testing.B) {
 		sinkString = x.ChildText("entry/name")
 	}
 }
+
+// FuzzXMLElementXPath checks that no XPath expression makes a helper panic.
+func FuzzXMLElementXPath(f *testing.F) {
+	for _, s := range []string{"//a", "entry/name", "entry[substring(name, 'a')]", "//li[replace(a, '[', 'x')]", "((", "@id", "count(//a)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		h, x := xmlRoots(t)
+		for _, e := range []*XMLElement{h, x} {
+			e.ChildText(expr)
+			if e.ChildTexts(expr) == nil {
+				t.Errorf("ChildTexts(%q) = nil, want non-nil", expr)
+			}
+			e.ChildAttr(expr, "id")
+			e.ChildAttrs(expr, "id")
+		}
+	})
+}
