@@ -101,8 +101,9 @@ func (e *UnmarshalError) Unwrap() error { return e.Err }
 //     (nil) when nothing matches. Without any tag the field is filled from s
 //     itself, so embedded structs work.
 //   - slices of any of these: one element per match, in document order.
-//     A missing attribute gives "" or the zero value; no match gives an empty
-//     slice (nil stays nil).
+//     A missing attribute, or an empty value for a non-string type, gives
+//     the zero value (nil for pointers); no match gives an empty slice (nil
+//     stays nil).
 //   - pointers to any of these: allocated only when something is found.
 //
 // Fields without tags of other types are skipped; a tagged field of an
@@ -421,7 +422,10 @@ func (f *fieldPlan) fillSlice(p *structPlan, fv reflect.Value, nodes []*html.Nod
 			}
 			continue
 		}
-		raw, _ := f.nodeValue(n)
+		raw, found := f.nodeValue(n)
+		if !found {
+			continue // the zero value (nil for pointers) marks a missing attribute
+		}
 		s, ok := f.parseable(raw)
 		if !ok {
 			continue

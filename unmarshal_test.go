@@ -423,3 +423,43 @@ func BenchmarkUnmarshal(b *testing.B) {
 		}
 	}
 }
+
+func TestUnmarshalPointerSlices(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		IDs   []*int       `selector:".product" attr:"data-id"`
+		Sales []*bool      `selector:".product" attr:"data-sale"`
+		Times []time.Time  `selector:"time" attr:"datetime"`
+		Names []*string    `selector:".product a"`
+		Bad   []*time.Time `selector:"h1"`
+	}
+	err := e.Unmarshal(&v)
+	if !errors.Is(err, ErrUnmarshalValue) {
+		t.Fatalf("Unmarshal() error = %v, want %v for Bad", err, ErrUnmarshalValue)
+	}
+	if len(v.IDs) != 2 || *v.IDs[0] != 11 || *v.IDs[1] != 12 {
+		t.Errorf("IDs = %v, want [11 12]", v.IDs)
+	}
+	if len(v.Sales) != 2 || v.Sales[0] == nil || !*v.Sales[0] || v.Sales[1] != nil {
+		t.Errorf("Sales = %v, want [true nil]", v.Sales)
+	}
+	if len(v.Times) != 1 || v.Times[0].Year() != 2024 {
+		t.Errorf("Times = %v, want one 2024 date", v.Times)
+	}
+	if len(v.Names) != 2 || *v.Names[0] != "Lamp" || *v.Names[1] != "Chair" {
+		t.Errorf("Names = %v, want [Lamp Chair]", v.Names)
+	}
+}
+
+func TestUnmarshalWithMapUnsupportedType(t *testing.T) {
+	e := newTestElement(t, testProducts, "#shop")
+	var v struct {
+		M map[string]int // untagged: fine for Unmarshal, an error when mapped
+	}
+	if err := e.Unmarshal(&v); err != nil {
+		t.Errorf("Unmarshal() error = %v, want nil for an untagged map field", err)
+	}
+	if err := e.UnmarshalWithMap(&v, map[string]string{"M": "h1"}); !errors.Is(err, ErrUnmarshalType) {
+		t.Errorf("UnmarshalWithMap(M) error = %v, want %v", err, ErrUnmarshalType)
+	}
+}
