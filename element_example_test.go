@@ -10,7 +10,7 @@ import (
 	"github.com/magpiecrawl/magpie"
 )
 
-const examplePage = `<html><body>
+const elemExamplePage = `<html><body>
 <article class="post" data-id="42">
   <h2> Hello, magpie </h2>
   <a class="tag" href="/t/go">go</a> <a class="tag" href="/t/crawl">crawl</a>
@@ -18,10 +18,10 @@ const examplePage = `<html><body>
 </article>
 </body></html>`
 
-// exampleElement stands in for the element an OnHTML("article.post", ...)
+// elemExampleElement stands in for the element an OnHTML("article.post", ...)
 // callback receives.
-func exampleElement() *magpie.HTMLElement {
-	doc, err := goquery.NewDocumentFromReader(strings.NewReader(examplePage))
+func elemExampleElement() *magpie.HTMLElement {
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(elemExamplePage))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func exampleElement() *magpie.HTMLElement {
 }
 
 func ExampleHTMLElement_ChildText() {
-	e := exampleElement()
+	e := elemExampleElement()
 	fmt.Println(e.Attr("data-id"))
 	fmt.Println(e.ChildText("h2"))
 	fmt.Println(e.ChildTexts("a.tag"))
@@ -45,7 +45,7 @@ func ExampleHTMLElement_ChildText() {
 }
 
 func ExampleHTMLElement_ForEach() {
-	e := exampleElement()
+	e := elemExampleElement()
 	e.ForEach("a.tag", func(i int, tag *magpie.HTMLElement) {
 		fmt.Println(i, tag.Text, tag.Attr("href"))
 	})
@@ -62,7 +62,7 @@ func ExampleHTMLElement_Unmarshal() {
 		Votes int      `selector:".votes"`
 	}
 	var p Post
-	if err := exampleElement().Unmarshal(&p); err != nil {
+	if err := elemExampleElement().Unmarshal(&p); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -76,7 +76,7 @@ func ExampleHTMLElement_UnmarshalWithMap() {
 		Title string
 		Links []string `attr:"href"`
 	}
-	err := exampleElement().UnmarshalWithMap(&p, map[string]string{"Title": "h2", "Links": "a.tag"})
+	err := elemExampleElement().UnmarshalWithMap(&p, map[string]string{"Title": "h2", "Links": "a.tag"})
 	fmt.Println(p.Title, p.Links, err)
 	// Output:
 	// Hello, magpie [/t/go /t/crawl] <nil>

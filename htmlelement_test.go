@@ -9,7 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 )
 
-const testPage = `<!DOCTYPE html>
+const elemTestPage = `<!DOCTYPE html>
 <html><head><title>Shop</title></head>
 <body>
 <div id="list" class="list" data-count=" 3 ">
@@ -24,8 +24,8 @@ const testPage = `<!DOCTYPE html>
 </div>
 </body></html>`
 
-// parseDoc parses src into a goquery document.
-func parseDoc(tb testing.TB, src string) *goquery.Document {
+// elemParseDoc parses src into a goquery document.
+func elemParseDoc(tb testing.TB, src string) *goquery.Document {
 	tb.Helper()
 	doc, err := goquery.NewDocumentFromReader(strings.NewReader(src))
 	if err != nil {
@@ -34,29 +34,29 @@ func parseDoc(tb testing.TB, src string) *goquery.Document {
 	return doc
 }
 
-// testResponse is a hand-built response, as the collector would pass.
-func testResponse(tb testing.TB) *Response {
+// elemTestResponse is a hand-built response, as the collector would pass.
+func elemTestResponse(tb testing.TB) *Response {
 	tb.Helper()
-	u, err := url.Parse("http://127.0.0.1/shop")
+	u, err := url.Parse("http://127.0.0.1/umShop")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return &Response{StatusCode: 200, Request: &Request{URL: u, Method: "GET"}}
 }
 
-// newTestElement returns the HTMLElement for the first match of sel in src.
-func newTestElement(tb testing.TB, src, sel string) *HTMLElement {
+// newElemTestElement returns the HTMLElement for the first match of sel in src.
+func newElemTestElement(tb testing.TB, src, sel string) *HTMLElement {
 	tb.Helper()
-	s := parseDoc(tb, src).Find(sel).First()
+	s := elemParseDoc(tb, src).Find(sel).First()
 	if s.Length() == 0 {
 		tb.Fatalf("Find(%q) matched nothing", sel)
 	}
-	return NewHTMLElementFromSelectionNode(testResponse(tb), s, s.Nodes[0], 0)
+	return NewHTMLElementFromSelectionNode(elemTestResponse(tb), s, s.Nodes[0], 0)
 }
 
 func TestHTMLElementConstructor(t *testing.T) {
-	resp := testResponse(t)
-	doc := parseDoc(t, testPage)
+	resp := elemTestResponse(t)
+	doc := elemParseDoc(t, elemTestPage)
 	s := doc.Find("li.item").Eq(1)
 	e := NewHTMLElementFromSelectionNode(resp, s, s.Nodes[0], 7)
 	if e.Name != "li" || e.Index != 7 || e.Response != resp || e.Request != resp.Request || e.DOM != s {
@@ -96,7 +96,7 @@ func TestHTMLElementConstructor(t *testing.T) {
 }
 
 func TestHTMLElementAttr(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct{ key, want string }{
 		{"id", "list"},
 		{"class", "list"},
@@ -112,7 +112,7 @@ func TestHTMLElementAttr(t *testing.T) {
 }
 
 func TestHTMLElementChildText(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct {
 		sel  string
 		want string
@@ -136,7 +136,7 @@ func TestHTMLElementChildText(t *testing.T) {
 }
 
 func TestHTMLElementChildTexts(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct {
 		sel  string
 		want []string
@@ -154,7 +154,7 @@ func TestHTMLElementChildTexts(t *testing.T) {
 }
 
 func TestHTMLElementChildAttr(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct {
 		sel, attr string
 		want      string
@@ -174,7 +174,7 @@ func TestHTMLElementChildAttr(t *testing.T) {
 }
 
 func TestHTMLElementChildAttrs(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct {
 		sel, attr string
 		want      []string
@@ -195,8 +195,8 @@ func TestHTMLElementChildAttrs(t *testing.T) {
 // TestHTMLElementGoqueryParity checks the hand-written matching against
 // goquery itself, including selections of several (nested) nodes.
 func TestHTMLElementGoqueryParity(t *testing.T) {
-	doc := parseDoc(t, testPage)
-	resp := testResponse(t)
+	doc := elemParseDoc(t, elemTestPage)
+	resp := elemTestResponse(t)
 	selections := map[string]*goquery.Selection{
 		"one root":     doc.Find("#list"),
 		"nested roots": doc.Find("div"),
@@ -228,7 +228,7 @@ func TestHTMLElementGoqueryParity(t *testing.T) {
 }
 
 func TestHTMLElementForEach(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	var got []string
 	e.ForEach("li.item", func(i int, c *HTMLElement) {
 		if c.Index != i {
@@ -253,7 +253,7 @@ func TestHTMLElementForEach(t *testing.T) {
 }
 
 func TestHTMLElementForEachWithBreak(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	tests := []struct {
 		stopAt int
 		want   int
@@ -290,7 +290,7 @@ func TestCompileSelectorCache(t *testing.T) {
 }
 
 func TestHTMLElementAllocations(t *testing.T) {
-	e := newTestElement(t, testPage, "#list")
+	e := newElemTestElement(t, elemTestPage, "#list")
 	e.ChildText("h1") // warm the selector cache
 	e.ChildAttr("a", "href")
 	if n := testing.AllocsPerRun(100, func() { e.ChildText("h1") }); n != 0 {
@@ -301,37 +301,37 @@ func TestHTMLElementAllocations(t *testing.T) {
 	}
 }
 
-var sinkString string
+var elemSink string
 
 func BenchmarkHTMLElementChildText(b *testing.B) {
-	e := newTestElement(b, testPage, "#list")
+	e := newElemTestElement(b, elemTestPage, "#list")
 	b.Run("magpie", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkString = e.ChildText("li.item a")
+			elemSink = e.ChildText("li.item a")
 		}
 	})
 	b.Run("goquery", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkString = strings.TrimSpace(e.DOM.Find("li.item a").Text())
+			elemSink = strings.TrimSpace(e.DOM.Find("li.item a").Text())
 		}
 	})
 }
 
 func BenchmarkHTMLElementChildAttr(b *testing.B) {
-	e := newTestElement(b, testPage, "#list")
+	e := newElemTestElement(b, elemTestPage, "#list")
 	b.Run("magpie", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkString = e.ChildAttr("li.item a", "href")
+			elemSink = e.ChildAttr("li.item a", "href")
 		}
 	})
 	b.Run("goquery", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			v, _ := e.DOM.Find("li.item a").Attr("href")
-			sinkString = strings.TrimSpace(v)
+			elemSink = strings.TrimSpace(v)
 		}
 	})
 }
@@ -342,9 +342,9 @@ func FuzzHTMLElementSelector(f *testing.F) {
 	for _, s := range []string{"a", "li.item a", ".nest", "[[", "", "*", "li:nth-child(2n+1)", "a[href^='/p']", ":not(", "div > div"} {
 		f.Add(s)
 	}
-	doc := parseDoc(f, testPage)
+	doc := elemParseDoc(f, elemTestPage)
 	roots := doc.Find("div")
-	e := NewHTMLElementFromSelectionNode(testResponse(f), roots, nil, 0)
+	e := NewHTMLElementFromSelectionNode(elemTestResponse(f), roots, nil, 0)
 	f.Fuzz(func(t *testing.T, sel string) {
 		found := roots.Find(sel)
 		if got, want := e.ChildText(sel), strings.TrimSpace(found.Text()); got != want {

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-const testProducts = `<html><body>
-<div id="shop" data-open="yes">
+const elemTestProducts = `<html><body>
+<div id="umShop" data-open="yes">
   <h1> Shop </h1>
   <p class="count"> 3 </p>
   <p class="rating">4.5</p>
@@ -19,10 +19,10 @@ const testProducts = `<html><body>
   <time datetime="2024-05-06T07:08:09Z">May 6</time>
   <input type="checkbox" checked>
   <input type="text" value="x" data-max="10">
-  <div class="product" data-id=" 11 " data-sale>
+  <div class="umProduct" data-id=" 11 " data-sale>
     <a href=" /p/11 ">Lamp</a><span class="price">12.50</span><span class="tag">new</span><span class="tag">hot</span>
   </div>
-  <div class="product" data-id="12">
+  <div class="umProduct" data-id="12">
     <a href="/p/12">Chair</a><span class="price">40</span>
   </div>
   <ul class="tree">
@@ -32,7 +32,7 @@ const testProducts = `<html><body>
 </div>
 </body></html>`
 
-type product struct {
+type umProduct struct {
 	ID    int      `selector:"" attr:"data-id"`
 	Name  string   `selector:"a"`
 	URL   string   `selector:"a" attr:"href"`
@@ -41,46 +41,46 @@ type product struct {
 	Sale  bool     `attr:"data-sale"`
 }
 
-type shop struct {
-	Title    string     `selector:"h1"`
-	Open     string     `attr:"data-open"`
-	Count    int        `selector:".count"`
-	Rating   float32    `selector:".rating"`
-	Stock    int64      `selector:".stock"`
-	Max      uint8      `selector:"input[type=text]" attr:"data-max"`
-	Checked  bool       `selector:"input[type=checkbox]" attr:"checked"`
-	Missing  *int       `selector:".nothing"`
-	CountPtr *int       `selector:".count"`
-	When     time.Time  `selector:"time" attr:"datetime"`
-	WhenPtr  *time.Time `selector:"time" attr:"datetime"`
-	First    product    `selector:".product"`
-	FirstPtr *product   `selector:".product"`
-	NoneP    *product   `selector:".absent"`
-	Products []product  `selector:".product"`
-	PtrProds []*product `selector:".product"`
-	Prices   []float64  `selector:".price"`
-	IDs      []string   `selector:".product" attr:"data-id"`
-	Skipped  string     `selector:"-"`
+type umShop struct {
+	Title    string       `selector:"h1"`
+	Open     string       `attr:"data-open"`
+	Count    int          `selector:".count"`
+	Rating   float32      `selector:".rating"`
+	Stock    int64        `selector:".stock"`
+	Max      uint8        `selector:"input[type=text]" attr:"data-max"`
+	Checked  bool         `selector:"input[type=checkbox]" attr:"checked"`
+	Missing  *int         `selector:".nothing"`
+	CountPtr *int         `selector:".count"`
+	When     time.Time    `selector:"time" attr:"datetime"`
+	WhenPtr  *time.Time   `selector:"time" attr:"datetime"`
+	First    umProduct    `selector:".umProduct"`
+	FirstPtr *umProduct   `selector:".umProduct"`
+	NoneP    *umProduct   `selector:".absent"`
+	Products []umProduct  `selector:".umProduct"`
+	PtrProds []*umProduct `selector:".umProduct"`
+	Prices   []float64    `selector:".price"`
+	IDs      []string     `selector:".umProduct" attr:"data-id"`
+	Skipped  string       `selector:"-"`
 	Untagged string
 	Ignored  map[string]string
 	private  string `selector:"h1"`
 }
 
 func TestUnmarshalHTML(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
-	v := shop{Skipped: "keep", Untagged: "keep", private: "keep"}
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
+	v := umShop{Skipped: "keep", Untagged: "keep", private: "keep"}
 	if err := e.Unmarshal(&v); err != nil {
 		t.Fatalf("Unmarshal() error = %v", err)
 	}
-	lamp := product{ID: 11, Name: "Lamp", URL: " /p/11 ", Price: 12.5, Tags: []string{"new", "hot"}, Sale: true}
-	chair := product{ID: 12, Name: "Chair", URL: "/p/12", Price: 40}
+	lamp := umProduct{ID: 11, Name: "Lamp", URL: " /p/11 ", Price: 12.5, Tags: []string{"new", "hot"}, Sale: true}
+	chair := umProduct{ID: 12, Name: "Chair", URL: "/p/12", Price: 40}
 	three := 3
 	when := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-	want := shop{
+	want := umShop{
 		Title: "Shop", Open: "yes", Count: 3, Rating: 4.5, Stock: -7, Max: 10, Checked: true,
 		CountPtr: &three, When: when, WhenPtr: &when,
 		First: lamp, FirstPtr: &lamp,
-		Products: []product{lamp, chair}, PtrProds: []*product{&lamp, &chair},
+		Products: []umProduct{lamp, chair}, PtrProds: []*umProduct{&lamp, &chair},
 		Prices: []float64{12.5, 40}, IDs: []string{" 11 ", "12"},
 		Skipped: "keep", Untagged: "keep", private: "keep",
 	}
@@ -89,37 +89,37 @@ func TestUnmarshalHTML(t *testing.T) {
 	}
 }
 
-type named struct {
-	Price  price  `selector:".price"`
-	Label  label  `selector:"a"`
-	Amount amount `selector:".price"`
+type umNamed struct {
+	Price  umPrice  `selector:".price"`
+	Label  umLabel  `selector:"a"`
+	Amount umAmount `selector:".price"`
 }
 
 type (
-	price  float64
-	label  string
-	amount struct{ cents int64 }
+	umPrice  float64
+	umLabel  string
+	umAmount struct{ cents int64 }
 )
 
-func (a *amount) UnmarshalText(b []byte) error {
+func (a *umAmount) UnmarshalText(b []byte) error {
 	f, err := strconv.ParseFloat(string(b), 64)
 	a.cents = int64(f * 100)
 	return err
 }
 
 func TestUnmarshalNamedTypes(t *testing.T) {
-	e := newTestElement(t, testProducts, ".product")
-	var v named
+	e := newElemTestElement(t, elemTestProducts, ".umProduct")
+	var v umNamed
 	if err := e.Unmarshal(&v); err != nil {
 		t.Fatalf("Unmarshal() error = %v", err)
 	}
-	if want := (named{Price: 12.5, Label: "Lamp", Amount: amount{1250}}); v != want {
+	if want := (umNamed{Price: 12.5, Label: "Lamp", Amount: umAmount{1250}}); v != want {
 		t.Errorf("Unmarshal() = %+v, want %+v", v, want)
 	}
 }
 
 func TestUnmarshalEmptyValuesLeaveFields(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
 		Empty   int     `selector:".empty"`
 		Absent  float64 `selector:".absent"`
@@ -145,7 +145,7 @@ func TestUnmarshalEmptyValuesLeaveFields(t *testing.T) {
 }
 
 func TestUnmarshalSliceReset(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
 		Kept []string `selector:".absent"`
 		Nil  []string `selector:".absent"`
@@ -167,25 +167,25 @@ func TestUnmarshalSliceReset(t *testing.T) {
 	}
 }
 
-type Base struct {
+type UmBase struct {
 	Title string `selector:"h1"`
 }
 
-type base struct {
+type umBase struct {
 	Count int `selector:".count"`
 }
 
-type embedding struct {
-	Base
-	base
+type umEmbedding struct {
+	UmBase
+	umBase
 	Meta struct {
 		Rating float64 `selector:".rating"`
 	}
 }
 
 func TestUnmarshalEmbedded(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
-	var v embedding
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
+	var v umEmbedding
 	if err := e.Unmarshal(&v); err != nil {
 		t.Fatalf("Unmarshal() error = %v", err)
 	}
@@ -194,21 +194,21 @@ func TestUnmarshalEmbedded(t *testing.T) {
 	}
 }
 
-type treeNode struct {
-	Name     string     `selector:"span"`
-	Children []treeNode `selector:"ul > li"`
+type umTreeNode struct {
+	Name     string       `selector:"span"`
+	Children []umTreeNode `selector:"ul > li"`
 }
 
 func TestUnmarshalRecursiveType(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
-		Roots []treeNode `selector:".tree > li"`
+		Roots []umTreeNode `selector:".tree > li"`
 	}
 	if err := e.Unmarshal(&v); err != nil {
 		t.Fatalf("Unmarshal() error = %v", err)
 	}
-	want := []treeNode{
-		{Name: "a", Children: []treeNode{{Name: "a1"}, {Name: "a2"}}},
+	want := []umTreeNode{
+		{Name: "a", Children: []umTreeNode{{Name: "a1"}, {Name: "a2"}}},
 		{Name: "b"},
 	}
 	if !reflect.DeepEqual(v.Roots, want) {
@@ -216,15 +216,15 @@ func TestUnmarshalRecursiveType(t *testing.T) {
 	}
 }
 
-type selfLoop struct {
-	Name string    `selector:"h1"`
-	Next *selfLoop // no selector: the same nodes again, forever
+type umSelfLoop struct {
+	Name string      `selector:"h1"`
+	Next *umSelfLoop // no selector: the same nodes again, forever
 }
 
 func TestUnmarshalErrors(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var notStruct int
-	var nilPtr *shop
+	var nilPtr *umShop
 	tests := []struct {
 		name      string
 		v         any
@@ -232,7 +232,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		wantField string
 	}{
 		{"nil", nil, ErrUnmarshalTarget, ""},
-		{"non-pointer", shop{}, ErrUnmarshalTarget, ""},
+		{"non-pointer", umShop{}, ErrUnmarshalTarget, ""},
 		{"nil pointer", nilPtr, ErrUnmarshalTarget, ""},
 		{"pointer to non-struct", &notStruct, ErrUnmarshalTarget, ""},
 		{"unparsable int", &struct {
@@ -244,7 +244,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"out of range", &struct {
 			U uint8 `selector:".count"`
 			I int8  `selector:"input[type=text]" attr:"data-max"`
-			S int8  `selector:".product" attr:"data-id"`
+			S int8  `selector:".umProduct" attr:"data-id"`
 			B int8  `selector:".stock"`
 			R uint  `selector:".stock"`
 		}{}, ErrUnmarshalValue, "R"},
@@ -257,7 +257,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"error inside a slice element", &struct {
 			P []struct {
 				N int `selector:"a"`
-			} `selector:".product"`
+			} `selector:".umProduct"`
 		}{}, ErrUnmarshalValue, "N"},
 		{"unsupported tagged type", &struct {
 			M map[string]string `selector:"h1"`
@@ -268,7 +268,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"invalid selector tag", &struct {
 			S string `selector:"h1[["`
 		}{}, ErrUnmarshalSelector, "S"},
-		{"self recursion", &selfLoop{}, ErrUnmarshalDepth, ""},
+		{"self recursion", &umSelfLoop{}, ErrUnmarshalDepth, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestUnmarshalErrors(t *testing.T) {
 }
 
 func TestUnmarshalErrorMessage(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
 		Count int `selector:"h1"`
 	}
@@ -308,7 +308,7 @@ func TestUnmarshalErrorMessage(t *testing.T) {
 }
 
 func TestUnmarshalWithMap(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	type target struct {
 		Title  string `selector:"h1"`
 		Name   string
@@ -321,7 +321,7 @@ func TestUnmarshalWithMap(t *testing.T) {
 	t.Run("fills only mapped fields", func(t *testing.T) {
 		var v target
 		err := e.UnmarshalWithMap(&v, map[string]string{
-			"Name": ".product a", "Href": ".product a", "Count": ".count", "Skip": "h1", "Bad": "h1", "Rating": "-",
+			"Name": ".umProduct a", "Href": ".umProduct a", "Count": ".count", "Skip": "h1", "Bad": "h1", "Rating": "-",
 		})
 		if err != nil {
 			t.Fatalf("UnmarshalWithMap() error = %v", err)
@@ -380,10 +380,10 @@ func TestUnmarshalHTMLNilSelection(t *testing.T) {
 }
 
 func TestUnmarshalConcurrent(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	type fresh struct { // a type no other test has planned yet
-		Products []product `selector:".product"`
-		Title    string    `selector:"h1"`
+		Products []umProduct `selector:".umProduct"`
+		Title    string      `selector:"h1"`
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -410,13 +410,13 @@ func TestUnmarshalConcurrent(t *testing.T) {
 }
 
 func BenchmarkUnmarshal(b *testing.B) {
-	e := newTestElement(b, testProducts, "#shop")
+	e := newElemTestElement(b, elemTestProducts, "#umShop")
 	b.ReportAllocs()
 	for b.Loop() {
 		var v struct {
-			Title    string    `selector:"h1"`
-			Count    int       `selector:".count"`
-			Products []product `selector:".product"`
+			Title    string      `selector:"h1"`
+			Count    int         `selector:".count"`
+			Products []umProduct `selector:".umProduct"`
 		}
 		if err := e.Unmarshal(&v); err != nil {
 			b.Fatal(err)
@@ -425,12 +425,12 @@ func BenchmarkUnmarshal(b *testing.B) {
 }
 
 func TestUnmarshalPointerSlices(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
-		IDs   []*int       `selector:".product" attr:"data-id"`
-		Sales []*bool      `selector:".product" attr:"data-sale"`
+		IDs   []*int       `selector:".umProduct" attr:"data-id"`
+		Sales []*bool      `selector:".umProduct" attr:"data-sale"`
 		Times []time.Time  `selector:"time" attr:"datetime"`
-		Names []*string    `selector:".product a"`
+		Names []*string    `selector:".umProduct a"`
 		Bad   []*time.Time `selector:"h1"`
 	}
 	err := e.Unmarshal(&v)
@@ -452,7 +452,7 @@ func TestUnmarshalPointerSlices(t *testing.T) {
 }
 
 func TestUnmarshalWithMapUnsupportedType(t *testing.T) {
-	e := newTestElement(t, testProducts, "#shop")
+	e := newElemTestElement(t, elemTestProducts, "#umShop")
 	var v struct {
 		M map[string]int // untagged: fine for Unmarshal, an error when mapped
 	}

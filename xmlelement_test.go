@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/html"
 )
 
-const testFeed = `<?xml version="1.0" encoding="UTF-8"?>
+const elemTestFeed = `<?xml version="1.0" encoding="UTF-8"?>
 <feed xmlns:media="http://search.yahoo.com/mrss/" lang="en">
   <title>  Feed  </title>
   <entry id="1"><name>First</name><link href=" /e/1 " rel="alternate"/><media:thumb media:url="t1.png"/></entry>
@@ -18,12 +18,12 @@ const testFeed = `<?xml version="1.0" encoding="UTF-8"?>
   <entry><name>Third</name><link/></entry>
 </feed>`
 
-// xmlElements returns the same kind of element for the root of testPage
-// (HTML) and testFeed (XML), so both flavours run through one table.
+// xmlElements returns the same kind of element for the root of elemTestPage
+// (HTML) and elemTestFeed (XML), so both flavours run through one table.
 func xmlRoots(t *testing.T) (htmlElem, xmlElem *XMLElement) {
 	t.Helper()
-	resp := testResponse(t)
-	hdoc, err := htmlquery.Parse(strings.NewReader(testPage))
+	resp := elemTestResponse(t)
+	hdoc, err := htmlquery.Parse(strings.NewReader(elemTestPage))
 	if err != nil {
 		t.Fatalf("htmlquery.Parse() error = %v", err)
 	}
@@ -31,7 +31,7 @@ func xmlRoots(t *testing.T) (htmlElem, xmlElem *XMLElement) {
 	if list == nil {
 		t.Fatal(`FindOne(//div[@id="list"]) = nil`)
 	}
-	xdoc, err := xmlquery.Parse(strings.NewReader(testFeed))
+	xdoc, err := xmlquery.Parse(strings.NewReader(elemTestFeed))
 	if err != nil {
 		t.Fatalf("xmlquery.Parse() error = %v", err)
 	}
@@ -214,14 +214,14 @@ func TestXMLElementChildAttrs(t *testing.T) {
 }
 
 func BenchmarkXMLElementChildText(b *testing.B) {
-	xdoc, err := xmlquery.Parse(strings.NewReader(testFeed))
+	xdoc, err := xmlquery.Parse(strings.NewReader(elemTestFeed))
 	if err != nil {
 		b.Fatal(err)
 	}
 	x := NewXMLElementFromXMLNode(&Response{}, xmlquery.FindOne(xdoc, "/feed"))
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkString = x.ChildText("entry/name")
+		elemSink = x.ChildText("entry/name")
 	}
 }
 
