@@ -344,6 +344,10 @@ func (g *Gate[T]) Close() []T {
 		}
 	}
 	g.parked = 0
+	// Tickets still out point at their host and group, so Done keeps
+	// working; everything else is dropped.
+	g.hosts, g.groups = nil, nil
+	g.ready, g.idle, g.timed = hlist[T]{}, hlist[T]{}, nil
 	slices.SortFunc(all, func(a, b item[T]) int {
 		if a.seq < b.seq {
 			return -1

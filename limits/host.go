@@ -32,6 +32,8 @@ type host[T any] struct {
 	grp   *group[T]
 	crawl time.Duration // robots.txt Crawl-delay as of the last start
 	adapt time.Duration // AutoThrottle's current delay
+	// learned is set once AutoThrottle has seen a latency.
+	learned bool
 	// strikes counts 429/503 responses not yet paid back by successes.
 	strikes int
 
@@ -71,7 +73,11 @@ func (h *host[T]) par() int {
 		return e.par
 	}
 	if e != nil && e.auto {
-		// The adapted delay, not a semaphore, sets the pace.
+		// The adapted delay, not a semaphore, sets the pace; until the
+		// first response there is nothing to adapt to, so probe with one.
+		if !h.learned {
+			return 1
+		}
 		return 0
 	}
 	if h.delay() > 0 || (e != nil && e.random > 0) {

@@ -40,6 +40,7 @@ func (h *host[T]) observe(res Result, lat time.Duration, now time.Time, l *Limit
 			h.adapt = (h.adapt + target) / 2
 		}
 		h.adapt = min(max(h.adapt, e.delay), e.maxDelay)
+		h.learned = true
 	}
 	if res.RetryAfter > 0 {
 		h.holdUntil(now.Add(min(res.RetryAfter, l.maxHold)))
