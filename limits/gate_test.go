@@ -14,7 +14,7 @@ const ms = time.Millisecond
 func TestDelayBetweenStarts(t *testing.T) {
 	tests := []struct {
 		name    string
-		rule    Rule
+		rule    *Rule
 		lat     time.Duration
 		wantGap time.Duration
 	}{

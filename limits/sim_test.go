@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -140,6 +139,3 @@ func newLimiter(t *testing.T, opts []Option, rules ...*Rule) *Limiter {
 	}
 	return l
 }
-
-// ctxT is a shorthand for tests driving the gate by hand.
-func ctxT(t *testing.T) context.Context { return t.Context() }
