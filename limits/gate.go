@@ -31,6 +31,9 @@ type Gate[T any] struct {
 	parked   int
 	inflight int
 	seq      uint64
+	releases uint64
+	// seen is the latest time any operation read; see clock.
+	seen time.Time
 	// getWake and putWake are closed (and cleared) to wake every blocked
 	// Get or Put; nil while nobody waits, so the fast path makes none.
 	getWake chan struct{}
@@ -83,10 +86,11 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 		g.mu.Unlock()
 		return ErrClosed
 	}
-	now := time.Now()
+	c := g.clock()
 	h := g.hosts[key]
 	if h == nil {
-		g.evict(now)
+		// New hosts are how the map grows, so sweep idle ones here.
+		g.evict(c)
 		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
 		h.ent, h.ver = g.lim.lookup(key)
 		h.grp = g.groupFor(h.ent)
@@ -96,7 +100,7 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 	h.q.push(item[T]{v: v, seq: g.seq})
 	g.parked++
 	if h.q.len() == 1 || h.ver != g.lim.version.Load() {
-		g.place(h, now)
+		g.place(h, c)
 		if h.at == inReady || h.at == inTimed {
 			wake(&g.getWake)
 		}
@@ -122,23 +126,23 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 			g.mu.Unlock()
 			return zero, nil, err
 		}
-		now := time.Now()
-		for len(g.timed) > 0 && !g.timed[0].startAt().After(now) {
-			g.place(g.timed[0], now)
+		c := g.clock()
+		for len(g.timed) > 0 && !c.future(g.timed[0].startAt()) {
+			g.place(g.timed[0], c)
 		}
 		for h := g.ready.head; h != nil; h = g.ready.head {
-			if !g.startable(h, now) {
-				g.place(h, now)
+			if !g.startable(h, c) {
+				g.place(h, c)
 				continue
 			}
-			v, t := g.take(h, now)
+			v, t := g.take(h, c)
 			g.mu.Unlock()
 			return v, t, nil
 		}
 		var timer *time.Timer
 		var tick <-chan time.Time
 		if len(g.timed) > 0 {
-			timer = time.NewTimer(g.timed[0].startAt().Sub(now))
+			timer = time.NewTimer(g.timed[0].startAt().Sub(c.now()))
 			tick = timer.C
 		}
 		if g.getWake == nil {
@@ -165,7 +169,7 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 }
 
 // take starts a request to the ready host h.
-func (g *Gate[T]) take(h *host[T], now time.Time) (T, *Ticket) {
+func (g *Gate[T]) take(h *host[T], c *clock) (T, *Ticket) {
 	it := h.q.pop()
 	g.parked--
 	g.inflight++
@@ -175,11 +179,14 @@ func (g *Gate[T]) take(h *host[T], now time.Time) (T, *Ticket) {
 	}
 	h.crawl = g.lim.crawlDelay(h.key)
 	if d := h.gap(); d > 0 {
-		h.nextStart = now.Add(d)
+		h.nextStart = c.now().Add(d)
 	}
-	t := &Ticket{g: g, h: h, grp: h.grp, start: now}
+	t := &Ticket{g: g, h: h, grp: h.grp}
+	if h.ent != nil && h.ent.auto {
+		t.start = c.now() // for Results that carry no Latency
+	}
 	// Re-placing moves a still-ready host to the back: ready hosts take turns.
-	g.place(h, now)
+	g.place(h, c)
 	wake(&g.putWake)
 	return it.v, t
 }
@@ -195,7 +202,6 @@ func (g *Gate[T]) release(t *Ticket, res Result) {
 	h := t.h.(*host[T])
 	g.inflight--
 	h.inflight--
-	now := time.Now()
 	var freed *group[T]
 	if grp, _ := t.grp.(*group[T]); grp != nil {
 		if grp.inflight == grp.cap {
@@ -206,33 +212,36 @@ func (g *Gate[T]) release(t *Ticket, res Result) {
 	if g.closed {
 		return
 	}
+	c := g.clock()
 	lat := res.Latency
-	if lat <= 0 && res.Err == nil {
-		lat = now.Sub(t.start)
+	if lat <= 0 && res.Err == nil && !t.start.IsZero() {
+		lat = c.now().Sub(t.start)
 	}
-	h.observe(res, lat, now, g.lim)
-	g.place(h, now)
+	h.observe(res, lat, c, g.lim)
+	g.place(h, c)
 	if freed != nil {
 		for w := freed.wait.head; w != nil; w = freed.wait.head {
-			g.place(w, now)
+			g.place(w, c)
 			if w.at == inGroup {
 				break // the group is full again
 			}
 		}
 	}
 	wake(&g.getWake)
-	g.evict(now)
+	if g.releases++; g.releases%evictEvery == 0 {
+		g.evict(c)
+	}
 }
 
 // startable reports whether h, now in the ready list, may start at once.
-func (g *Gate[T]) startable(h *host[T], now time.Time) bool {
+func (g *Gate[T]) startable(h *host[T], c *clock) bool {
 	if h.ver != g.lim.version.Load() {
 		return false
 	}
 	if p := h.par(); p > 0 && h.inflight >= p {
 		return false
 	}
-	if h.startAt().After(now) {
+	if c.future(h.startAt()) {
 		return false
 	}
 	return h.grp == nil || h.grp.inflight < h.grp.cap
@@ -255,7 +264,7 @@ func (g *Gate[T]) unplace(h *host[T]) {
 
 // place files h where its state says it belongs, refreshing its rule first
 // if the rules changed.
-func (g *Gate[T]) place(h *host[T], now time.Time) {
+func (g *Gate[T]) place(h *host[T], c *clock) {
 	g.unplace(h)
 	if v := g.lim.version.Load(); h.ver != v {
 		h.ent, h.ver = g.lim.lookup(h.key)
@@ -264,12 +273,14 @@ func (g *Gate[T]) place(h *host[T], now time.Time) {
 	switch {
 	case h.q.len() == 0:
 		if h.inflight == 0 {
-			h.at, h.idleSince = inIdle, now
+			// A stale time is fine here: it can only make a host look
+			// idle for longer, and evict re-checks what matters.
+			h.at, h.idleSince = inIdle, c.stale()
 			g.idle.pushBack(h)
 		}
 	case h.par() > 0 && h.inflight >= h.par():
 		// Ticket.Done places it again.
-	case h.startAt().After(now):
+	case c.future(h.startAt()):
 		h.at = inTimed
 		g.timed.push(h)
 	case h.grp != nil && h.grp.inflight >= h.grp.cap:
@@ -284,8 +295,9 @@ func (g *Gate[T]) place(h *host[T], now time.Time) {
 // evict drops hosts idle for longer than the Limiter's IdleTimeout. A host
 // still under a delay or hold is kept (moved to the back) so that forgetting
 // it cannot let a request start early.
-func (g *Gate[T]) evict(now time.Time) {
+func (g *Gate[T]) evict(c *clock) {
 	ttl := g.lim.idleTimeout
+	now := c.now()
 	for h := g.idle.head; h != nil && now.Sub(h.idleSince) >= ttl; h = g.idle.head {
 		g.idle.remove(h)
 		if h.startAt().After(now) {
@@ -309,6 +321,43 @@ func (g *Gate[T]) groupFor(e *entry) *group[T] {
 	}
 	return grp
 }
+
+// evictEvery is how many Ticket.Done calls pass between sweeps for idle
+// hosts, so the sweep's clock read stays off most of the hot path.
+const evictEvery = 64
+
+// clock reads time.Now at most once per Gate operation, and only when a
+// decision needs it: a host with no delay, hold or AutoThrottle makes no
+// decision that needs the time, and time.Now is far from free on some
+// machines.
+type clock struct {
+	t    time.Time
+	set  bool
+	seen *time.Time // the Gate's seen, guarded by its mu
+}
+
+func (g *Gate[T]) clock() *clock { return &clock{seen: &g.seen} }
+
+func (c *clock) now() time.Time {
+	if !c.set {
+		c.t, c.set = time.Now(), true
+		*c.seen = c.t
+	}
+	return c.t
+}
+
+// stale returns the time of this operation if it has read one, else the
+// latest time any operation read.
+func (c *clock) stale() time.Time {
+	if c.set {
+		return c.t
+	}
+	return *c.seen
+}
+
+// future reports whether t is after now; the zero time never is, without
+// reading the clock.
+func (c *clock) future(t time.Time) bool { return !t.IsZero() && t.After(c.now()) }
 
 // wake closes *ch, if anyone made it, to wake all its waiters.
 func wake(ch *chan struct{}) {

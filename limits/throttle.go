@@ -25,7 +25,7 @@ const backoffBase = time.Second
 
 // observe updates h from a finished request: AutoThrottle, Retry-After and
 // the 429/503 back-off.
-func (h *host[T]) observe(res Result, lat time.Duration, now time.Time, l *Limiter) {
+func (h *host[T]) observe(res Result, lat time.Duration, c *clock, l *Limiter) {
 	code := res.StatusCode
 	ok := res.Err == nil && code >= 200 && code < 300
 	if e := h.ent; e != nil && e.auto && lat > 0 {
@@ -43,12 +43,12 @@ func (h *host[T]) observe(res Result, lat time.Duration, now time.Time, l *Limit
 		h.learned = true
 	}
 	if res.RetryAfter > 0 {
-		h.holdUntil(now.Add(min(res.RetryAfter, l.maxHold)))
+		h.holdUntil(c.now().Add(min(res.RetryAfter, l.maxHold)))
 	}
 	switch {
 	case code == 429 || code == 503:
 		h.strikes++
-		h.holdUntil(now.Add(h.backoff(l)))
+		h.holdUntil(c.now().Add(h.backoff(l)))
 	case res.Err == nil && code > 0 && code < 500 && h.strikes > 0:
 		// Each success pays back one doubling.
 		h.strikes--
