@@ -13,15 +13,15 @@ const DefaultMaxParked = 1024
 // Gate parks items until their host may start another request, so that a
 // waiting request holds no worker. It holds at most maxParked items. Items
 // of one host come out in Put order; ready hosts take turns. The zero value
-// is not usable; call NewGate. Safe for concurrent use. The caller owns the
+// is a Gate over New() with DefaultMaxParked, like NewGate(nil, 0). Safe for concurrent use. The caller owns the
 // Gate and must Close it to get back what is still parked.
 type Gate[T any] struct {
+	// mu guards everything below, and every host and group.
+	mu        sync.Mutex
 	lim       *Limiter
 	maxParked int
-	done      chan struct{}
-
-	// mu guards everything below, and every host and group.
-	mu       sync.Mutex
+	// done is closed by Close; set under mu by init, read without it after.
+	done     chan struct{}
 	closed   bool
 	hosts    map[string]*host[T]
 	groups   map[*entry]*group[T]
@@ -48,19 +48,26 @@ type item[T any] struct {
 // NewGate returns a Gate over lim that parks at most maxParked items
 // (<= 0: DefaultMaxParked). A nil lim means New().
 func NewGate[T any](lim *Limiter, maxParked int) *Gate[T] {
-	if maxParked <= 0 {
-		maxParked = DefaultMaxParked
+	g := &Gate[T]{lim: lim, maxParked: maxParked}
+	g.init()
+	return g
+}
+
+// init fills in defaults, so that the zero Gate works; called under mu (or
+// before the Gate is shared).
+func (g *Gate[T]) init() {
+	if g.done != nil {
+		return
 	}
-	if lim == nil {
-		lim = New()
+	if g.maxParked <= 0 {
+		g.maxParked = DefaultMaxParked
 	}
-	return &Gate[T]{
-		lim:       lim,
-		maxParked: maxParked,
-		done:      make(chan struct{}),
-		hosts:     make(map[string]*host[T]),
-		groups:    make(map[*entry]*group[T]),
+	if g.lim == nil {
+		g.lim = New()
 	}
+	g.done = make(chan struct{})
+	g.hosts = make(map[string]*host[T])
+	g.groups = make(map[*entry]*group[T])
 }
 
 // Put parks v for the host key (host:port, as in url.URL.Host). It blocks while the
@@ -68,6 +75,7 @@ func NewGate[T any](lim *Limiter, maxParked int) *Gate[T] {
 // then not parked).
 func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 	g.mu.Lock()
+	g.init()
 	for g.parked >= g.maxParked && !g.closed {
 		if g.putWake == nil {
 			g.putWake = make(chan struct{})
@@ -117,6 +125,7 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 	var zero T
 	g.mu.Lock()
+	g.init()
 	for {
 		if g.closed {
 			g.mu.Unlock()
@@ -296,7 +305,7 @@ func (g *Gate[T]) place(h *host[T], c *clock) {
 // still under a delay or hold is kept (moved to the back) so that forgetting
 // it cannot let a request start early.
 func (g *Gate[T]) evict(c *clock) {
-	ttl := g.lim.idleTimeout
+	ttl := g.lim.idle()
 	now := c.now()
 	for h := g.idle.head; h != nil && now.Sub(h.idleSince) >= ttl; h = g.idle.head {
 		g.idle.remove(h)
@@ -381,6 +390,7 @@ func (g *Gate[T]) Len() int {
 func (g *Gate[T]) Close() []T {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.init()
 	if g.closed {
 		return nil
 	}

@@ -569,3 +569,39 @@ func TestRulesAddedLaterApply(t *testing.T) {
 		}
 	})
 }
+
+func TestZeroValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		l.SetCrawlDelay("a.com", 100*ms)
+		if err := l.Add(&Rule{DomainGlob: "b.com", Delay: 50 * ms}); err != nil {
+			t.Fatalf("Add() on zero Limiter error = %v", err)
+		}
+		g := NewGate[req](&l, 0)
+		rec := simulate(t, g, reqs(3, "a.com", "b.com"), 4, fixed(ms))
+		if gap := rec.minGap("a.com"); gap != 100*ms {
+			t.Errorf("zero Limiter: a.com gap = %v, want the Crawl-delay 100ms", gap)
+		}
+		if gap := rec.minGap("b.com"); gap != 50*ms {
+			t.Errorf("zero Limiter: b.com gap = %v, want the rule's 50ms", gap)
+		}
+
+		var zg Gate[int]
+		if err := zg.Put(t.Context(), "a.com", 1); err != nil {
+			t.Fatalf("zero Gate Put() error = %v", err)
+		}
+		if v, tk, err := zg.Get(t.Context()); err != nil || v != 1 {
+			t.Fatalf("zero Gate Get() = %v, %v, want 1, nil", v, err)
+		} else {
+			tk.Done(Result{StatusCode: 200})
+		}
+		if got := zg.Close(); len(got) != 0 {
+			t.Errorf("zero Gate Close() = %v, want empty", got)
+		}
+		var closed Gate[int]
+		closed.Close()
+		if err := closed.Put(t.Context(), "a.com", 1); !errors.Is(err, ErrClosed) {
+			t.Errorf("Put() after Close on zero Gate error = %v, want %v", err, ErrClosed)
+		}
+	})
+}

@@ -55,8 +55,8 @@ func MaxHold(d time.Duration) Option {
 }
 
 // Limiter holds the rules and the robots.txt Crawl-delays; a Gate holds the
-// per-host scheduling state and consults its Limiter. The zero value is not
-// usable; call New. Safe for concurrent use; several Gates may share one
+// per-host scheduling state and consults its Limiter. The zero value is a
+// Limiter with no rules and default options, like New(). Safe for concurrent use; several Gates may share one
 // Limiter (each then keeps its own per-host state).
 type Limiter struct {
 	ignoreCrawl bool
@@ -136,7 +136,7 @@ func (l *Limiter) Add(rules ...*Rule) error {
 			}
 			e.maxDelay = a.MaxDelay
 			if e.maxDelay <= 0 {
-				e.maxDelay = l.maxBackoff
+				e.maxDelay = l.backoffCap()
 			}
 			e.maxDelay = max(e.maxDelay, e.delay)
 		}
@@ -167,11 +167,14 @@ func (l *Limiter) SetCrawlDelay(host string, d time.Duration) {
 	if l.ignoreCrawl {
 		return
 	}
-	d = min(d, l.maxHold)
+	d = min(d, l.holdCap())
 	l.mu.Lock()
 	if d <= 0 {
 		delete(l.crawl, host)
 	} else {
+		if l.crawl == nil {
+			l.crawl = make(map[string]time.Duration)
+		}
 		l.crawl[host] = d
 	}
 	l.nCrawl.Store(int64(len(l.crawl)))
@@ -201,4 +204,15 @@ func (l *Limiter) lookup(host string) (*entry, uint64) {
 		}
 	}
 	return nil, v
+}
+
+func (l *Limiter) idle() time.Duration       { return orDefault(l.idleTimeout, DefaultIdleTimeout) }
+func (l *Limiter) backoffCap() time.Duration { return orDefault(l.maxBackoff, DefaultMaxBackoff) }
+func (l *Limiter) holdCap() time.Duration    { return orDefault(l.maxHold, DefaultMaxHold) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }

@@ -43,7 +43,7 @@ func (h *host[T]) observe(res Result, lat time.Duration, c *clock, l *Limiter) {
 		h.learned = true
 	}
 	if res.RetryAfter > 0 {
-		h.holdUntil(c.now().Add(min(res.RetryAfter, l.maxHold)))
+		h.holdUntil(c.now().Add(min(res.RetryAfter, l.holdCap())))
 	}
 	switch {
 	case code == 429 || code == 503:
@@ -64,7 +64,7 @@ func (h *host[T]) holdUntil(t time.Time) {
 // backoff is base·2^(strikes-1), capped, with "equal jitter": uniform in
 // [b/2, b), so hosts that failed together do not come back together.
 func (h *host[T]) backoff(l *Limiter) time.Duration {
-	limit := l.maxBackoff
+	limit := l.backoffCap()
 	if h.ent != nil && h.ent.auto {
 		limit = max(limit, h.ent.maxDelay)
 	}
