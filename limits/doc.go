@@ -30,24 +30,41 @@
 //   - The first matching rule in insertion order applies; no match means no
 //     limit from rules.
 //   - Parallelism is per host, not per rule (Colly shares one semaphore by
-//     rule). Parallelism <= 0 means 1 when the host has a delay (Delay,
-//     RandomDelay or a Crawl-delay), so a delay-only rule serializes like
-//     Colly's; otherwise it means no per-host limit. TotalParallelism caps
-//     all hosts of one rule together.
+//     rule). Parallelism <= 0 means 1 when the host has a fixed delay
+//     (Delay, RandomDelay or a Crawl-delay), so a delay-only rule
+//     serializes like Colly's; no per-host limit for an AutoThrottle rule
+//     (after its first response, see below); otherwise no per-host limit.
+//     TotalParallelism caps all hosts of one rule together.
 //   - Delay is the least gap between request starts to one host (a start is
 //     the moment Get returns the item), plus a uniform jitter in
 //     [0, RandomDelay). Colly sleeps Delay after each response while holding
-//     its slot; here nothing sleeps and no worker is held.
+//     its slot, so its starts are latency+Delay apart and Parallelism N
+//     starts N at once; here starts are Delay apart whatever the
+//     parallelism, nothing sleeps and no worker is held.
 //   - robots.txt Crawl-delay (Limiter.SetCrawlDelay) is a floor for the
 //     delay of a host with a rule unless Rule.IgnoreCrawlDelay, and for a
 //     host without a rule it is the delay (with parallelism 1): robots
 //     politeness by default. The IgnoreCrawlDelay option turns it off for
-//     every host.
-//   - Retry-After and exponential back-off on 429/503 apply to every host,
-//     with or without a rule.
+//     every host. Colly ignores Crawl-delay.
+//   - AutoThrottle: after each response with a latency, target =
+//     latency / TargetConcurrency; the delay jumps up to a higher target at
+//     once and moves halfway down toward a lower one, but only on a 2xx; it
+//     stays within [Delay, MaxDelay]. Until a host's first response it has
+//     one request in flight, so a crawl does not open with a burst.
+//   - Retry-After (Result.RetryAfter, any status) holds the host: no start
+//     before done+RetryAfter, capped by MaxHold. Each 429 or 503 adds a
+//     strike and holds the host for an "equal jitter" back-off in [b/2, b),
+//     b = max(delay, 1s)·2^(strikes-1) capped by MaxBackoff (or the larger
+//     AutoThrottle.MaxDelay); each later response below 500 other than 429
+//     pays back one strike, other 5xx and transport errors are neutral.
+//     Both apply to every host, with or without a rule: politeness by
+//     default, and Colly has neither.
 //   - Per-host state is dropped after a host has been idle (nothing parked,
-//     nothing in flight, no pending hold) for IdleTimeout, so memory stays
-//     bounded on crawls over many hosts.
+//     nothing in flight, no pending delay or hold) for IdleTimeout, so
+//     memory stays bounded on crawls over many hosts; a dropped host forgets
+//     its strikes and adapted delay.
+//   - A host no rule matches, with no Crawl-delay and no hold, costs O(1)
+//     and reads no clock and sets no timer on its way through the Gate.
 //
 // # Concurrency
 //

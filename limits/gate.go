@@ -13,25 +13,25 @@ const DefaultMaxParked = 1024
 // Gate parks items until their host may start another request, so that a
 // waiting request holds no worker. It holds at most maxParked items. Items
 // of one host come out in Put order; ready hosts take turns. The zero value
-// is a Gate over New() with DefaultMaxParked, like NewGate(nil, 0). Safe for concurrent use. The caller owns the
-// Gate and must Close it to get back what is still parked.
+// is a Gate over New() with DefaultMaxParked, like NewGate(nil, 0). Safe for
+// concurrent use. The Gate starts no goroutine; its owner Closes it to wake
+// blocked callers and get back what is still parked.
 type Gate[T any] struct {
 	// mu guards everything below, and every host and group.
 	mu        sync.Mutex
 	lim       *Limiter
 	maxParked int
-	// done is closed by Close; set under mu by init, read without it after.
-	done     chan struct{}
-	closed   bool
-	hosts    map[string]*host[T]
-	groups   map[*entry]*group[T]
-	ready    hlist[T]
-	idle     hlist[T]
-	timed    timedHeap[T]
-	parked   int
-	inflight int
-	seq      uint64
-	releases uint64
+	done      chan struct{} // closed by Close
+	closed    bool
+	hosts     map[string]*host[T]
+	groups    map[*entry]*group[T]
+	ready     hlist[T]
+	idle      hlist[T]
+	timed     timedHeap[T]
+	parked    int
+	inflight  int
+	seq       uint64
+	releases  uint64
 	// seen is the latest time any operation read; see clock.
 	seen time.Time
 	// getWake and putWake are closed (and cleared) to wake every blocked
@@ -70,9 +70,9 @@ func (g *Gate[T]) init() {
 	g.groups = make(map[*entry]*group[T])
 }
 
-// Put parks v for the host key (host:port, as in url.URL.Host). It blocks while the
-// gate is full, and returns ctx.Err() or ErrClosed when it gives up (v is
-// then not parked).
+// Put parks v for the host key (host:port, as in url.URL.Host). It blocks
+// while the gate is full, and returns ctx.Err() or ErrClosed when it gives
+// up (v is then not parked).
 func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 	g.mu.Lock()
 	g.init()
@@ -80,11 +80,11 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 		if g.putWake == nil {
 			g.putWake = make(chan struct{})
 		}
-		wake := g.putWake
+		wake, done := g.putWake, g.done
 		g.mu.Unlock()
 		select {
 		case <-wake:
-		case <-g.done:
+		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -157,13 +157,13 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 		if g.getWake == nil {
 			g.getWake = make(chan struct{})
 		}
-		wake := g.getWake
+		wake, done := g.getWake, g.done
 		g.mu.Unlock()
 		var err error
 		select {
 		case <-wake:
 		case <-tick:
-		case <-g.done:
+		case <-done:
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
