@@ -40,8 +40,9 @@ type Rule struct {
 	Delay time.Duration
 	// RandomDelay adds a uniform random extra delay in [0, RandomDelay).
 	RandomDelay time.Duration
-	// Parallelism is the most requests in flight to one host. Values <= 0
-	// mean 1 when the host has a delay (Delay, RandomDelay or Crawl-delay),
+	// Parallelism is the most requests in flight to each matching host
+	// (Colly: to all of them together). Values <= 0 mean 1 when the host has
+	// a fixed delay (Delay, RandomDelay or Crawl-delay) and no AutoThrottle,
 	// as in Colly, and no limit otherwise.
 	Parallelism int
 	// TotalParallelism, when positive, also caps requests in flight across
