@@ -183,7 +183,7 @@ func serial(t *testing.T, g *Gate[req], host string, lat time.Duration, res Resu
 		t.Fatalf("Get() error = %v", err)
 	}
 	start := time.Now()
-	time.Sleep(lat) // the fake download, in virtual time
+	<-time.After(lat) // the fake download, in virtual time
 	tk.Done(res)
 	return start
 }
@@ -539,7 +539,7 @@ func TestIdleHostsEvicted(t *testing.T) {
 		if n := g.Stats().Hosts; n != 1001 {
 			t.Fatalf("Stats().Hosts = %d, want 1001", n)
 		}
-		time.Sleep(2 * time.Minute)
+		<-time.After(2 * time.Minute) // virtual time
 		serial(t, g, "new.com", 0, Result{StatusCode: 200})
 		if n := g.Stats().Hosts; n != 2 {
 			t.Errorf("Stats().Hosts = %d after 2 idle minutes, want 2 (held.com, new.com)", n)

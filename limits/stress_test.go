@@ -121,7 +121,7 @@ func checkProperties(t *testing.T, seed uint64) {
 				mu.Unlock()
 				wg.Go(func() {
 					lat := time.Duration(1+random(300)) * ms
-					time.Sleep(lat) // the fake download, in virtual time
+					<-time.After(lat) // the fake download, in virtual time
 					res := Result{StatusCode: 200, Latency: lat}
 					if random(10) == 0 {
 						res = Result{StatusCode: 429, RetryAfter: time.Duration(random(3)) * time.Second}
