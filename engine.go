@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
+	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -338,4 +341,59 @@ func goroutineID() uint64 {
 	}
 	id, _ := strconv.ParseUint(string(b), 10, 64)
 	return id
+}
+
+// maybeRetry sends a failed request back to the frontier when the retry
+// policy allows, and reports whether it did.
+func (r *run) maybeRetry(resp *Response) bool {
+	p := r.cfg.retry
+	req := resp.Request
+	if p == nil || req.attempt >= p.MaxAttempts || r.ctx.Err() != nil {
+		return false
+	}
+	var he *HTTPError
+	switch {
+	case errors.As(resp.err, &he):
+		if !slices.Contains(p.Statuses, he.StatusCode) {
+			return false
+		}
+	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
+		return false
+	}
+	n, err := req.retryCopy()
+	if err != nil {
+		return false
+	}
+	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
+	n.marked, n.redirectKeys = req.marked, req.redirectKeys
+	if err := r.front.push(r.ctx, n, time.Now().Add(delay)); err != nil {
+		return false
+	}
+	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
+		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
+	req.marked, req.redirectKeys = false, nil
+	r.front.finish(req, true)
+	return true
+}
+
+// isNetworkError reports transport failures worth a retry: timeouts,
+// refused or reset connections, truncated responses. Refusals by magpie's
+// own checks (a redirect to a forbidden domain, say) are not.
+func isNetworkError(err error) bool {
+	if isTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// retryableForget reports whether a failed request should lose its visited
+// mark so that a later Visit may try it again: transport failures and
+// server-side statuses, but not a 404 that would only fail again.
+func retryableForget(err error) bool {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
+	}
+	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
