@@ -218,6 +218,7 @@ func checkRedirect(next *http.Request, via []*http.Request) error {
 		return nil
 	}
 	if err := st.check(next, via); err != nil {
+		//lint:ignore ST1005 Colly's text
 		return fmt.Errorf("Not following redirect to %q: %w", next.URL.String(), err)
 	}
 	return nil
