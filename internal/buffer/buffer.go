@@ -31,12 +31,18 @@ func NewBuffer[T any](capacity int) (*Buffer[T], error) {
 // returns ErrClosed once the buffer is closed.
 func (b *Buffer[T]) Put(v T) (bool, error) {
 	b.mu.Lock()
+	ok, err := b.put(v)
+	b.mu.Unlock()
+	return ok, err
+}
+
+// put is Put for a caller that holds b exclusively (b.mu or the pool's
+// channel of buffers).
+func (b *Buffer[T]) put(v T) (bool, error) {
 	if b.closed {
-		b.mu.Unlock()
 		return false, ErrClosed
 	}
 	if b.n == len(b.items) {
-		b.mu.Unlock()
 		return false, nil
 	}
 	i := b.head + b.n
@@ -45,21 +51,25 @@ func (b *Buffer[T]) Put(v T) (bool, error) {
 	}
 	b.items[i] = v
 	b.n++
-	b.mu.Unlock()
 	return true, nil
 }
 
 // Get removes and returns the oldest item. It reports false without error when
 // the buffer is empty, and returns ErrClosed once the buffer is closed.
 func (b *Buffer[T]) Get() (T, bool, error) {
-	var zero T
 	b.mu.Lock()
+	v, ok, err := b.get()
+	b.mu.Unlock()
+	return v, ok, err
+}
+
+// get is Get for a caller that holds b exclusively.
+func (b *Buffer[T]) get() (T, bool, error) {
+	var zero T
 	if b.closed {
-		b.mu.Unlock()
 		return zero, false, ErrClosed
 	}
 	if b.n == 0 {
-		b.mu.Unlock()
 		return zero, false, nil
 	}
 	v := b.items[b.head]
@@ -69,7 +79,6 @@ func (b *Buffer[T]) Get() (T, bool, error) {
 		b.head = 0
 	}
 	b.n--
-	b.mu.Unlock()
 	return v, true, nil
 }
 

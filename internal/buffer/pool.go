@@ -15,6 +15,9 @@ import (
 const (
 	growFactor   = 5
 	shrinkFactor = 10
+
+	// takeYields is how many times take yields before it blocks.
+	takeYields = 2
 )
 
 // Pool is a blocking, growable pool of Buffers: the double-layer design. The
@@ -216,6 +219,16 @@ func (p *Pool[T]) take(ctx context.Context, wait bool) (*Buffer[T], bool, error)
 	if !wait {
 		return nil, false, nil
 	}
+	// Buffers are held only for one non-blocking try, so one is usually back
+	// within a few scheduling rounds; a blocking select costs far more.
+	for range takeYields {
+		runtime.Gosched()
+		select {
+		case b := <-p.bufs:
+			return b, true, nil
+		default:
+		}
+	}
 	select {
 	case b := <-p.bufs:
 		return b, true, nil
@@ -243,7 +256,7 @@ func (p *Pool[T]) tryPut(ctx context.Context, v T, wait bool) (bool, error) {
 		}
 		// b is open: buffers are closed only by Close or shrink, and
 		// neither returns them to the channel.
-		ok, _ = b.Put(v)
+		ok, _ = b.put(v) // exclusive: taken from the channel
 		if !ok && p.putFails.Add(1) >= growFactor*n {
 			p.putFails.Store(0)
 			ok = p.grow(v)
@@ -277,7 +290,7 @@ func (p *Pool[T]) tryGet(ctx context.Context, wait bool) (T, bool, error) {
 			p.bufs <- b
 			return zero, false, ErrClosed
 		}
-		v, ok, _ := b.Get()
+		v, ok, _ := b.get() // exclusive: taken from the channel
 		if ok {
 			p.bufs <- b
 			p.total.Add(-1)
