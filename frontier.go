@@ -1,0 +1,171 @@
+package magpie
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// errFrontierDone is returned by frontier.next when the crawl has nothing
+// left and never will (a queue run found its queue empty and nothing in flight).
+var errFrontierDone = errors.New("frontier done")
+
+// frontier holds admitted requests until the engine takes them. push never
+// waits for the crawl, so a callback that calls Visit cannot deadlock the
+// engine that runs it.
+type frontier interface {
+	// push adds an admitted request, ready at notBefore (zero: now).
+	push(ctx context.Context, req *Request, notBefore time.Time) error
+	// next blocks until a request is ready, or ctx ends, or the frontier is done.
+	next(ctx context.Context) (*Request, error)
+	// finish reports that a request from next (or from push, for requests
+	// never handed out) is completely processed; ok false means it failed
+	// because the run stopped, so a durable frontier should keep it.
+	finish(req *Request, ok bool)
+	// idle is closed when nothing is pending; it is replaced by a fresh
+	// channel when work arrives again.
+	idle() <-chan struct{}
+	// pending counts requests admitted and not finished.
+	pending() int
+	// close discards (memory) or releases (queue) what is left.
+	close()
+}
+
+// memFrontier is the default frontier: an in-memory FIFO of *Request (no
+// marshalling, so Context values keep their types) plus a heap of requests
+// that wait for a not-before time (retries).
+type memFrontier struct {
+	// mu guards every field below.
+	mu      sync.Mutex
+	ready   []*Request
+	head    int
+	delayed delayHeap
+	count   int // admitted and not finished
+	idleCh  chan struct{}
+	// wake has room for one value: a push signals a waiting next without blocking.
+	wake   chan struct{}
+	closed bool
+	now    func() time.Time
+}
+
+func newMemFrontier() *memFrontier {
+	idle := make(chan struct{})
+	close(idle)
+	return &memFrontier{idleCh: idle, wake: make(chan struct{}, 1), now: time.Now}
+}
+
+func (f *memFrontier) push(_ context.Context, req *Request, notBefore time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrStopped
+	}
+	if f.count == 0 {
+		f.idleCh = make(chan struct{})
+	}
+	f.count++
+	if !notBefore.IsZero() && notBefore.After(f.now()) {
+		req.notBefore = notBefore
+		heap.Push(&f.delayed, req)
+	} else {
+		f.ready = append(f.ready, req)
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// take returns a ready request, or the time the next delayed one is due.
+func (f *memFrontier) take() (*Request, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	for len(f.delayed) > 0 && !f.delayed[0].notBefore.After(now) {
+		f.ready = append(f.ready, heap.Pop(&f.delayed).(*Request))
+	}
+	if f.head < len(f.ready) {
+		r := f.ready[f.head]
+		f.ready[f.head] = nil
+		f.head++
+		if f.head == len(f.ready) {
+			f.ready, f.head = f.ready[:0], 0
+		} else if f.head > 1024 && f.head*2 > len(f.ready) {
+			f.ready = append([]*Request(nil), f.ready[f.head:]...)
+			f.head = 0
+		}
+		return r, time.Time{}
+	}
+	if len(f.delayed) > 0 {
+		return nil, f.delayed[0].notBefore
+	}
+	return nil, time.Time{}
+}
+
+func (f *memFrontier) next(ctx context.Context) (*Request, error) {
+	for {
+		r, due := f.take()
+		if r != nil {
+			return r, nil
+		}
+		var timer <-chan time.Time
+		if !due.IsZero() {
+			t := time.NewTimer(time.Until(due))
+			timer = t.C
+			defer t.Stop()
+		}
+		select {
+		case <-f.wake:
+		case <-timer:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (f *memFrontier) finish(*Request, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count--
+	if f.count == 0 {
+		close(f.idleCh)
+	}
+}
+
+func (f *memFrontier) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idleCh
+}
+
+func (f *memFrontier) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.count
+}
+
+func (f *memFrontier) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.ready, f.delayed = nil, nil
+}
+
+// delayHeap orders delayed requests by not-before time.
+type delayHeap []*Request
+
+func (h delayHeap) Len() int           { return len(h) }
+func (h delayHeap) Less(i, j int) bool { return h[i].notBefore.Before(h[j].notBefore) }
+func (h delayHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *delayHeap) Push(x any)        { *h = append(*h, x.(*Request)) }
+func (h *delayHeap) Pop() any {
+	old := *h
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return x
+}
