@@ -8,8 +8,8 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// TEMPORARY: until branch collector lands Collector.RunQueue and
-// Request.Marshal, they are reached through interfaces so this package builds.
+// TEMPORARY: until branch collector lands Collector.RunQueue, it is reached
+// through an interface so that this package builds.
 
 func runQueue(ctx context.Context, c *magpie.Collector, s storage.Queue, threads int) error {
 	r, ok := any(c).(interface {
@@ -21,10 +21,4 @@ func runQueue(ctx context.Context, c *magpie.Collector, s storage.Queue, threads
 	return r.RunQueue(ctx, s, threads)
 }
 
-func marshal(r *magpie.Request) ([]byte, error) {
-	m, ok := any(r).(interface{ Marshal() ([]byte, error) })
-	if !ok {
-		return nil, errors.New("queue: Request.Marshal not available yet")
-	}
-	return m.Marshal()
-}
+func marshal(r *magpie.Request) ([]byte, error) { return r.Marshal() }
