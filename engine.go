@@ -15,6 +15,7 @@ import (
 
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/scheduler"
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // item is the scheduler's item type. Items are reserved for a later
@@ -396,4 +397,54 @@ func retryableForget(err error) bool {
 		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
 	}
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ErrRunning is returned by RunQueue when the collector is already crawling.
+var ErrRunning = errors.New("collector is already running a crawl")
+
+// RunQueue crawls with q as the frontier; it is the hook queue.Queue.Run
+// uses. Requests admitted by callbacks are marshalled and pushed to q;
+// entries are leased, run with threads download workers, and acknowledged
+// when finished. Entries pushed without admission (queue.AddURL) are
+// admitted when leased, so filters, robots.txt, the visited check and
+// MaxRequests apply to them exactly. RunQueue returns when q has no entries
+// left and nothing is in flight (whether or not the collector is Async), when
+// ctx is cancelled, or on Stop; entries leased and not finished are then
+// released back to q. The error joins ctx's error with one error per
+// undecodable entry (each acknowledged and dropped, errors.Is
+// ErrUndecodableRequest). Failed requests go to OnError, not here.
+func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {
+	if threads <= 0 {
+		threads = 1
+	}
+	cfg := c.snapshot()
+	qf := newQueueFrontier(c, cfg, q, threads)
+	c.runMu.Lock()
+	if c.run != nil {
+		c.runMu.Unlock()
+		return ErrRunning
+	}
+	r, err := c.startRun(cfg, qf, threads, true)
+	if err != nil {
+		c.runMu.Unlock()
+		return err
+	}
+	c.run = r
+	c.runMu.Unlock()
+	select {
+	case <-r.drained:
+	case <-ctx.Done():
+	case <-r.stopped:
+	}
+	c.runMu.Lock()
+	if c.run == r {
+		c.run = nil
+	}
+	c.runMu.Unlock()
+	r.shutdown()
+	errs := qf.errors()
+	if err := ctx.Err(); err != nil {
+		errs = append([]error{err}, errs...)
+	}
+	return errors.Join(errs...)
 }

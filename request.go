@@ -74,6 +74,9 @@ type Request struct {
 	leaseID string
 	// notBefore delays a retried request.
 	notBefore time.Time
+	// admitted is set on requests the collector admitted before queueing
+	// them; a queue entry without it is admitted when leased.
+	admitted bool
 	// robotsUA is the User-Agent robots.txt was checked for at admission.
 	robotsUA string
 	// root is the request a retry copy was made from, which a sync Visit
@@ -243,6 +246,7 @@ type serializableRequest struct {
 	ResponseCharacterEncoding string `json:",omitempty"`
 	Attempt                   int    `json:",omitempty"`
 	CheckRevisit              bool   `json:",omitempty"`
+	Admitted                  bool   `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -279,7 +283,7 @@ func (r *Request) Marshal() ([]byte, error) {
 	return json.Marshal(serializableRequest{
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
-		Attempt: r.attempt, CheckRevisit: r.checkRevisit,
+		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
 	})
 }
 
@@ -308,7 +312,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		URL: u, Method: method, Depth: sr.Depth, Headers: &h, Host: sr.Host, Ctx: ctx,
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
-		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit,
+		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body
