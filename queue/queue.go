@@ -90,7 +90,7 @@ func (q *Queue) AddRequest(r *magpie.Request) error {
 	if r == nil {
 		return errors.New("queue: AddRequest(nil)")
 	}
-	data, err := marshal(r)
+	data, err := r.Marshal()
 	if err != nil {
 		return fmt.Errorf("queue: marshal request: %w", err)
 	}
@@ -138,15 +138,35 @@ func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
 	threads := q.Threads
 	q.mu.Unlock()
 
-	err := runQueue(runCtx, c, q.storage, max(threads, 1))
+	err := c.RunQueue(runCtx, q.storage, max(threads, 1))
 
 	q.mu.Lock()
 	stopped := q.stopped
 	q.running, q.cancel = false, nil
 	q.mu.Unlock()
 	cancel()
-	if stopped && ctx.Err() == nil && errors.Is(err, context.Canceled) {
-		return nil
+	if stopped && ctx.Err() == nil {
+		return withoutCanceled(err)
+	}
+	return err
+}
+
+// withoutCanceled drops the context.Canceled that Stop causes from err,
+// keeping any other error joined with it (undecodable entries).
+func withoutCanceled(err error) error {
+	if errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			var keep []error
+			for _, e := range j.Unwrap() {
+				if !errors.Is(e, context.Canceled) {
+					keep = append(keep, e)
+				}
+			}
+			return errors.Join(keep...)
+		}
+		if err == context.Canceled {
+			return nil
+		}
 	}
 	return err
 }
