@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -529,3 +530,62 @@ func noLossRound(t *testing.T, seed uint64, seeds int) {
 }
 
 var _ storage.Queue = (*queue.InMemoryQueueStorage)(nil)
+
+func TestRunContextCancelled(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.block = make(chan struct{})
+	s.entered = make(chan struct{}, 10)
+	t.Cleanup(func() { close(s.block) })
+	c := magpie.NewCollector()
+	q := mustNew(t, 1, nil)
+	for i := range 5 {
+		mustAddURL(t, q, s.page(i))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- q.RunContext(ctx, c) }()
+	<-s.entered
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("RunContext() after cancel error = %v, want %v", err, context.Canceled)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("RunContext did not return after its context was cancelled")
+	}
+	if n, _ := q.Size(); n != 5 {
+		t.Errorf("Size() after cancel = %d, want 5 (the cancelled request is released)", n)
+	}
+}
+
+func TestRunWithCollyStorage(t *testing.T) {
+	s := newTestServer(t, func(n int) []int {
+		if n < 20 {
+			return []int{n + 20}
+		}
+		return nil
+	})
+	c := magpie.NewCollector()
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(href(e)) })
+	src := &collyList{}
+	q := mustNew(t, 3, queue.FromColly(src))
+	for i := range 20 {
+		mustAddURL(t, q, s.page(i))
+	}
+	if n, _ := src.QueueSize(); n != 20 {
+		t.Fatalf("Colly storage size after 20 AddURL = %d, want 20", n)
+	}
+	if err := runWithin(t, q, c, 30*time.Second); err != nil {
+		t.Fatalf("Run() error = %v, want nil", err)
+	}
+	f := s.fetches()
+	if len(f) != 40 {
+		t.Errorf("fetched %d distinct pages through a Colly storage, want 40", len(f))
+	}
+	for p, n := range f {
+		if n != 1 {
+			t.Errorf("%s fetched %d times, want 1", p, n)
+		}
+	}
+}

@@ -9,7 +9,7 @@
 //
 // Backends may be real servers (Redis) or files (SQLite), so time-dependent
 // checks — delayed entries, lease expiry — use short real durations (about
-// 100 ms) and wait with generous deadlines, not testing/synctest, which
+// 250 ms) and wait with generous deadlines, not testing/synctest, which
 // cannot drive another process's clock. The in-memory queue additionally has
 // synctest tests of its own in package storage.
 package storagetest
@@ -26,7 +26,7 @@ import (
 // short is the lease TTL and delay used by time-dependent checks; waitFor
 // bounds every wait so that a broken store fails instead of hanging.
 const (
-	short   = 100 * time.Millisecond
+	short   = 250 * time.Millisecond
 	waitFor = 10 * time.Second
 	tick    = 5 * time.Millisecond
 )
