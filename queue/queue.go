@@ -121,8 +121,10 @@ func (q *Queue) Run(c *magpie.Collector) error {
 // RunContext crawls the queue with c until the storage is empty and nothing
 // is in flight, until Stop, or until ctx is done. Requests that callbacks
 // discover go into the same storage. It waits for the whole crawl even with
-// an Async collector. After Stop it returns nil; requests not finished stay
-// in the storage for a later Run. A second Run while one is running returns
+// an Async collector. The error joins one error per undecodable entry
+// (errors.Is magpie.ErrUndecodableRequest) with ctx's error if ctx ended the
+// run; after Stop it is nil unless entries were undecodable. Requests not
+// finished stay in the storage for a later Run. A second Run while one is running returns
 // ErrRunning.
 func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
 	if c == nil {
@@ -154,7 +156,7 @@ func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
 // withoutCanceled drops the context.Canceled that Stop causes from err,
 // keeping any other error joined with it (undecodable entries).
 func withoutCanceled(err error) error {
-	if errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
 			var keep []error
 			for _, e := range j.Unwrap() {

@@ -445,7 +445,7 @@ func TestStopFromCallbackThenResume(t *testing.T) {
 func TestNoLoss(t *testing.T) {
 	rounds, seeds := 10, 3000
 	if testing.Short() {
-		rounds, seeds = 2, 1500
+		rounds, seeds = 2, 1000
 	}
 	for round := range rounds {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
