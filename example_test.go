@@ -34,7 +34,7 @@ func Example() {
 	var mu sync.Mutex
 	var titles []string
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
-		_ = e.Request.Visit(e.DOM.AttrOr("href", ""))
+		_ = e.Request.Visit(e.Attr("href"))
 	})
 	c.OnHTML("title", func(e *magpie.HTMLElement) {
 		mu.Lock()
