@@ -200,9 +200,9 @@ func sortQueryPairs(q string) string {
 func requestKey(method, canonical string, body []byte) uint64 {
 	h := uint64(fnvOffset64)
 	h = fnvString(h, method)
-	h = (h ^ 0) * fnvPrime64
+	h *= fnvPrime64 // the 0x00 separator: h ^ 0 == h
 	h = fnvString(h, canonical)
-	h = (h ^ 0) * fnvPrime64
+	h *= fnvPrime64 // the 0x00 separator: h ^ 0 == h
 	for _, c := range body {
 		h = (h ^ uint64(c)) * fnvPrime64
 	}
