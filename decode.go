@@ -43,6 +43,9 @@ const zstdMaxWindow = 64 << 20
 // defaultReadSize is the first buffer size when the decoded length is unknown.
 const defaultReadSize = 16 << 10
 
+// maxPresize bounds the buffer allocated before any byte arrived.
+const maxPresize = 8 << 20
+
 var (
 	gzipPool sync.Pool // *gzip.Reader
 	// zstdPool holds decoders built with concurrency 1, which decode
@@ -129,7 +132,9 @@ func readLimited(r io.Reader, size, max int64) ([]byte, bool, error) {
 		limit = max + 1
 		size = min(size, max)
 	}
-	size = min(size, 64<<20) // never trust a header for more than this up front
+	// Content-Length is the server's word: trust it for up to maxPresize
+	// bytes and let larger bodies grow as they arrive.
+	size = min(size, maxPresize)
 	buf := make([]byte, 0, size+1)
 	for {
 		if len(buf) == cap(buf) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,5 +379,38 @@ func BenchmarkReadBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestReadBodyNoGoroutineLeak(t *testing.T) {
+	plain := []byte(strings.Repeat("zstd and friends ", 4096))
+	bodies := map[string][]byte{"zstd": zstdBytes(t, plain), "br": brBytes(t, plain), "gzip": gzipBytes(t, plain)}
+	before := runtime.NumGoroutine()
+	for range 50 {
+		for enc, b := range bodies {
+			if _, _, err := readBody(bytes.NewReader(b), hdr("Content-Encoding", enc), "/", 100); err != nil {
+				t.Fatalf("readBody(%s) error = %v", enc, err)
+			}
+			// A corrupt stream must not strand a decoder goroutine either.
+			readBody(bytes.NewReader(b[:len(b)/2]), hdr("Content-Encoding", enc), "/", 0)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("goroutines before %d, after 150 decodes %d: decoders leak goroutines", before, after)
+	}
+}
+
+func TestReadBodyIdentityPresize(t *testing.T) {
+	// A lying Content-Length must not make readBody allocate it up front.
+	got, truncated, err := readBody(strings.NewReader("short"), hdr("Content-Length", "1099511627776"), "/", 0)
+	if err != nil || string(got) != "short" || truncated {
+		t.Fatalf("readBody() = %q, %v, %v; want \"short\", false, nil", got, truncated, err)
+	}
+	if cap(got) > maxPresize+1 {
+		t.Errorf("readBody() allocated %d bytes for a 5-byte body", cap(got))
+	}
+	got, truncated, _ = readBody(strings.NewReader("0123456789"), hdr("Content-Length", "1099511627776"), "/", 4)
+	if string(got) != "0123" || !truncated || cap(got) > 5 {
+		t.Errorf("readBody(max 4) = %q (cap %d), %v; want \"0123\" (cap <= 5), true", got, cap(got), truncated)
 	}
 }
