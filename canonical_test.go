@@ -92,7 +92,7 @@ func mustCanonical(t testing.TB, s string, sortQuery bool) string {
 	return canonicalURL(u, sortQuery)
 }
 
-func TestRequestKey(t *testing.T) {
+func TestCanonicalRequestKey(t *testing.T) {
 	// Golden values: the key is persisted by stores, so it must never change.
 	if got, want := requestKey("GET", "http://example.com/", nil), uint64(0x4e65818b63857779); got != want {
 		t.Errorf("requestKey(GET, http://example.com/) = %#x, want %#x (the key format changed!)", got, want)

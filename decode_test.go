@@ -81,7 +81,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func TestReadBodyDecode(t *testing.T) {
+func TestDecodeReadBodyDecode(t *testing.T) {
 	plain := []byte(strings.Repeat("<p>hello, magpie</p>\n", 200))
 	tests := []struct {
 		name   string
@@ -122,7 +122,7 @@ func TestReadBodyDecode(t *testing.T) {
 	}
 }
 
-func TestReadBodyMaxAppliesToDecodedBytes(t *testing.T) {
+func TestDecodeReadBodyMaxAppliesToDecodedBytes(t *testing.T) {
 	// A 64 MiB run of zeros compresses to a few KiB: a zip bomb in miniature.
 	bomb := make([]byte, 64<<20)
 	for _, enc := range []struct {
@@ -150,7 +150,7 @@ func TestReadBodyMaxAppliesToDecodedBytes(t *testing.T) {
 	}
 }
 
-func TestReadBodyTruncation(t *testing.T) {
+func TestDecodeReadBodyTruncation(t *testing.T) {
 	plain := []byte("0123456789")
 	tests := []struct {
 		max           int64
@@ -180,7 +180,7 @@ func TestReadBodyTruncation(t *testing.T) {
 	}
 }
 
-func TestReadBodyErrors(t *testing.T) {
+func TestDecodeReadBodyErrors(t *testing.T) {
 	plain := []byte(strings.Repeat("abc", 1000))
 	gz := gzipBytes(t, plain)
 	tests := []struct {
@@ -215,7 +215,7 @@ func TestReadBodyErrors(t *testing.T) {
 	}
 }
 
-func TestReadBodyEmptyEncoded(t *testing.T) {
+func TestDecodeReadBodyEmptyEncoded(t *testing.T) {
 	for _, enc := range []string{"gzip", "br", "zstd", "deflate"} {
 		got, truncated, err := readBody(http.NoBody, hdr("Content-Encoding", enc), "/", 100)
 		if err != nil || len(got) != 0 || truncated {
@@ -305,7 +305,7 @@ func TestCharsetForcedUnknown(t *testing.T) {
 	}
 }
 
-func TestCharsetFromContent(t *testing.T) {
+func TestCharsetMetaContent(t *testing.T) {
 	tests := map[string]string{
 		"text/html; charset=windows-1251":     "windows-1251",
 		"text/html;charset = 'koi8-r'":        "koi8-r",
@@ -322,7 +322,7 @@ func TestCharsetFromContent(t *testing.T) {
 	}
 }
 
-func FuzzReadBody(f *testing.F) {
+func FuzzDecodeReadBody(f *testing.F) {
 	plain := []byte("<html><body>fuzz</body></html>")
 	f.Add(gzipBytes(f, plain), "gzip", "text/html", "/", int64(0))
 	f.Add(zlibBytes(f, plain), "deflate", "", "/", int64(10))
@@ -382,7 +382,7 @@ func BenchmarkReadBody(b *testing.B) {
 	}
 }
 
-func TestReadBodyNoGoroutineLeak(t *testing.T) {
+func TestDecodeReadBodyNoGoroutineLeak(t *testing.T) {
 	plain := []byte(strings.Repeat("zstd and friends ", 4096))
 	bodies := map[string][]byte{"zstd": zstdBytes(t, plain), "br": brBytes(t, plain), "gzip": gzipBytes(t, plain)}
 	before := runtime.NumGoroutine()
@@ -400,7 +400,7 @@ func TestReadBodyNoGoroutineLeak(t *testing.T) {
 	}
 }
 
-func TestReadBodyIdentityPresize(t *testing.T) {
+func TestDecodeReadBodyIdentityPresize(t *testing.T) {
 	// A lying Content-Length must not make readBody allocate it up front.
 	got, truncated, err := readBody(strings.NewReader("short"), hdr("Content-Length", "1099511627776"), "/", 0)
 	if err != nil || string(got) != "short" || truncated {
