@@ -32,7 +32,8 @@ type cachedResponse struct {
 // makes them); key "abcdef…" lives in dir/ab/abcdef…. A file starts with
 // cacheMagic, whose version number changes whenever the encoding does, so an
 // old or foreign file is a miss (and is removed), never a misread. Any file
-// that does not decode is treated the same way.
+// that does not decode is treated the same way. Files are created mode 0600
+// (cached pages may hold a logged-in user's data); directories 0755.
 type fileCache struct {
 	dir        string
 	expiration time.Duration
