@@ -1,0 +1,367 @@
+package magpie
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+const testRobots = `User-agent: *
+Disallow: /private
+Allow: /private/open
+Disallow: /search?q=
+Crawl-delay: 2
+
+User-agent: magpie
+Disallow: /magpie-only
+Crawl-delay: 5
+
+User-agent: badbot
+Disallow: /
+`
+
+// staticRobots returns a fetch that always answers status and body, and a
+// counter of its calls.
+func staticRobots(status int, body string) (robotsFetch, *atomic.Int32) {
+	var calls atomic.Int32
+	return func(ctx context.Context, u *url.URL) (int, []byte, error) {
+		calls.Add(1)
+		return status, []byte(body), nil
+	}, &calls
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatalf("url.Parse(%q) error = %v", s, err)
+	}
+	return u
+}
+
+func TestRobotsRules(t *testing.T) {
+	fetch, calls := staticRobots(200, testRobots)
+	rc := newRobotsCache(0, fetch)
+	tests := []struct {
+		url, ua     string
+		wantAllowed bool
+		wantDelay   time.Duration
+	}{
+		{"http://h/", "somebot/1.0", true, 2 * time.Second},
+		{"http://h", "somebot/1.0", true, 2 * time.Second},
+		{"http://h/private/x", "somebot/1.0", false, 2 * time.Second},
+		{"http://h/private/open/x", "somebot/1.0", true, 2 * time.Second},
+		{"http://h/search?q=go", "somebot/1.0", false, 2 * time.Second},
+		{"http://h/search?page=2", "somebot/1.0", true, 2 * time.Second},
+		{"http://h/private/x", "magpie/1.0", true, 5 * time.Second},
+		{"http://h/magpie-only", "Magpie/1.0", false, 5 * time.Second},
+		{"http://h/magpie-only", "somebot/1.0", true, 2 * time.Second},
+		{"http://h/anything", "BadBot", false, 0},
+		{"HTTP://H:80/private", "somebot/1.0", false, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ua+" "+tt.url, func(t *testing.T) {
+			allowed, delay, err := rc.check(t.Context(), mustURL(t, tt.url), tt.ua)
+			if err != nil || allowed != tt.wantAllowed || delay != tt.wantDelay {
+				t.Errorf("check(%q, %q) = %v, %v, %v; want %v, %v, nil", tt.url, tt.ua, allowed, delay, err, tt.wantAllowed, tt.wantDelay)
+			}
+		})
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("fetch called %d times for one host, want 1", n)
+	}
+}
+
+func TestRobotsStatusMapping(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   bool
+	}{
+		{200, "User-agent: *\nDisallow: /", false},
+		{200, "", true},
+		{200, "\x00\xff garbage \n\n:::", true},
+		{204, "", true},
+		{301, "User-agent: *\nDisallow: /", true},
+		{401, "User-agent: *\nDisallow: /", true},
+		{403, "", true},
+		{404, "User-agent: *\nDisallow: /", true},
+		{500, "", false},
+		{503, "User-agent: *\nAllow: /", false},
+		{600, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			fetch, _ := staticRobots(tt.status, tt.body)
+			rc := newRobotsCache(time.Hour, fetch)
+			allowed, _, err := rc.check(t.Context(), mustURL(t, "https://h/page"), "magpie")
+			if err != nil || allowed != tt.want {
+				t.Errorf("check() with robots.txt status %d = %v, %v; want %v, nil", tt.status, allowed, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRobotsKeyPerOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var fetched []string
+	rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+		mu.Lock()
+		fetched = append(fetched, u.String())
+		mu.Unlock()
+		return 404, nil, nil
+	})
+	for _, s := range []string{
+		"http://h/a", "http://H:80/b", "https://h/c", "https://h:443/d", "http://h:8080/e", "http://other/f", "http://[::1]/g", "http://[::1]:80/h",
+	} {
+		if _, _, err := rc.check(t.Context(), mustURL(t, s), "magpie"); err != nil {
+			t.Fatalf("check(%q) error = %v", s, err)
+		}
+	}
+	want := []string{"http://h/robots.txt", "https://h/robots.txt", "http://h:8080/robots.txt", "http://other/robots.txt", "http://[::1]/robots.txt"}
+	if len(fetched) != len(want) {
+		t.Fatalf("fetched %q, want %q", fetched, want)
+	}
+	for i := range want {
+		if fetched[i] != want[i] {
+			t.Errorf("fetch %d = %q, want %q", i, fetched[i], want[i])
+		}
+	}
+}
+
+func TestRobotsSingleFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+			calls.Add(1)
+			<-release
+			return 200, []byte("User-agent: *\nDisallow: /no"), nil
+		})
+		var wg sync.WaitGroup
+		results := make([]bool, 20)
+		for i := range 20 {
+			wg.Go(func() {
+				path := "/yes"
+				if i%2 == 0 {
+					path = "/no"
+				}
+				allowed, _, err := rc.check(t.Context(), mustURL(t, "http://h"+path), "magpie")
+				if err != nil {
+					t.Errorf("check() error = %v", err)
+				}
+				results[i] = allowed
+			})
+		}
+		synctest.Wait() // all 20 are blocked: one in fetch, 19 waiting on it
+		close(release)
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Errorf("fetch called %d times under 20 concurrent first checks, want 1", n)
+		}
+		for i, allowed := range results {
+			if want := i%2 != 0; allowed != want {
+				t.Errorf("check %d allowed = %v, want %v", i, allowed, want)
+			}
+		}
+	})
+}
+
+func TestRobotsTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fetch, calls := staticRobots(200, "User-agent: *\nDisallow: /x")
+		rc := newRobotsCache(10*time.Minute, fetch)
+		u := mustURL(t, "http://h/x")
+		checkN := func(wantCalls int32) {
+			t.Helper()
+			if allowed, _, err := rc.check(t.Context(), u, "magpie"); err != nil || allowed {
+				t.Fatalf("check() = %v, %v; want false, nil", allowed, err)
+			}
+			if n := calls.Load(); n != wantCalls {
+				t.Fatalf("fetch called %d times, want %d", n, wantCalls)
+			}
+		}
+		checkN(1)
+		time.Sleep(9 * time.Minute)
+		checkN(1)
+		time.Sleep(2 * time.Minute)
+		checkN(2)
+		time.Sleep(5 * time.Minute)
+		checkN(2)
+	})
+}
+
+func TestRobotsDefaultTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fetch, calls := staticRobots(404, "")
+		rc := newRobotsCache(0, fetch)
+		u := mustURL(t, "http://h/")
+		rc.check(t.Context(), u, "magpie")
+		time.Sleep(defaultRobotsTTL - time.Second)
+		rc.check(t.Context(), u, "magpie")
+		if n := calls.Load(); n != 1 {
+			t.Errorf("fetch called %d times within the default TTL, want 1", n)
+		}
+		time.Sleep(2 * time.Second)
+		rc.check(t.Context(), u, "magpie")
+		if n := calls.Load(); n != 2 {
+			t.Errorf("fetch called %d times after the default TTL, want 2", n)
+		}
+	})
+}
+
+func TestRobotsFetchError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errDown := errors.New("connection refused")
+		var calls atomic.Int32
+		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+			calls.Add(1)
+			return 0, nil, errDown
+		})
+		u := mustURL(t, "http://h/")
+		for range 3 {
+			if _, _, err := rc.check(t.Context(), u, "magpie"); !errors.Is(err, errDown) {
+				t.Fatalf("check() error = %v, want %v", err, errDown)
+			}
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("fetch called %d times within robotsErrorTTL, want 1 (errors are remembered briefly)", n)
+		}
+		time.Sleep(robotsErrorTTL + time.Second)
+		rc.check(t.Context(), u, "magpie")
+		if n := calls.Load(); n != 2 {
+			t.Errorf("fetch called %d times after robotsErrorTTL, want 2", n)
+		}
+	})
+}
+
+func TestRobotsFetchPanics(t *testing.T) {
+	rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+		panic("boom")
+	})
+	if _, _, err := rc.check(t.Context(), mustURL(t, "http://h/"), "magpie"); err == nil {
+		t.Errorf("check() with a panicking fetch error = nil, want an error")
+	}
+}
+
+func TestRobotsCancelWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+			<-release
+			return 404, nil, nil
+		})
+		u := mustURL(t, "http://h/")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, _, err := rc.check(t.Context(), u, "magpie"); err != nil {
+				t.Errorf("leader check() error = %v", err)
+			}
+		})
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := rc.check(ctx, u, "magpie")
+			errc <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting check() after cancel error = %v, want %v", err, context.Canceled)
+		}
+		close(release)
+		wg.Wait()
+	})
+}
+
+func TestRobotsLeaderCancelledWaitersRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // the first fetch only ends when its check is cancelled
+				return 0, nil, ctx.Err()
+			}
+			return 200, []byte("User-agent: *\nDisallow: /"), nil
+		})
+		u := mustURL(t, "http://h/x")
+		leaderCtx, cancel := context.WithCancel(t.Context())
+		leaderErr := make(chan error, 1)
+		go func() {
+			_, _, err := rc.check(leaderCtx, u, "magpie")
+			leaderErr <- err
+		}()
+		synctest.Wait()
+		waiterRes := make(chan error, 1)
+		go func() {
+			allowed, _, err := rc.check(t.Context(), u, "magpie")
+			if err == nil && allowed {
+				err = errors.New("allowed, want disallowed")
+			}
+			waiterRes <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+			t.Errorf("leader check() error = %v, want %v", err, context.Canceled)
+		}
+		if err := <-waiterRes; err != nil {
+			t.Errorf("waiter check() after leader cancelled = %v, want a fresh fetch and nil", err)
+		}
+		if n := calls.Load(); n != 2 {
+			t.Errorf("fetch called %d times, want 2", n)
+		}
+	})
+}
+
+func TestRobotsBounded(t *testing.T) {
+	fetch, calls := staticRobots(404, "")
+	rc := newRobotsCache(time.Hour, fetch)
+	for i := range maxRobotsHosts + 50 {
+		rc.check(t.Context(), mustURL(t, "http://h"+strconv.Itoa(i)+"/"), "magpie")
+		if i == 0 {
+			continue
+		}
+		// Keep host 0 recently used so that it survives eviction.
+		rc.check(t.Context(), mustURL(t, "http://h0/"), "magpie")
+	}
+	rc.mu.Lock()
+	n := len(rc.entries)
+	rc.mu.Unlock()
+	if n != maxRobotsHosts {
+		t.Errorf("cache holds %d hosts, want %d", n, maxRobotsHosts)
+	}
+	before := calls.Load()
+	rc.check(t.Context(), mustURL(t, "http://h0/"), "magpie")
+	if calls.Load() != before {
+		t.Errorf("recently used host was evicted")
+	}
+	rc.check(t.Context(), mustURL(t, "http://h1/"), "magpie")
+	if calls.Load() != before+1 {
+		t.Errorf("least recently used host was not evicted")
+	}
+}
+
+func FuzzRobots(f *testing.F) {
+	f.Add(200, testRobots, "/private/x?y=1", "magpie")
+	f.Add(200, "User-agent: *\nDisallow: /*.php$\nAllow: /$", "/index.php", "*")
+	f.Add(200, "Sitemap: http://x/s.xml\nCrawl-delay: abc\nUser-agent:\nDisallow:", "/", "")
+	f.Add(500, "", "/", "a")
+	f.Add(404, "\xff\xfe", "/%zz", "b")
+	f.Fuzz(func(t *testing.T, status int, body, path, ua string) {
+		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+			return status, []byte(body), nil
+		})
+		u := &url.URL{Scheme: "http", Host: "h", Path: path}
+		if _, _, err := rc.check(t.Context(), u, ua); err != nil {
+			t.Fatalf("check() error = %v, want nil (parse problems allow all)", err)
+		}
+	})
+}
