@@ -1,12 +1,10 @@
 package magpie
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"runtime"
 	"strings"
@@ -15,19 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-// robotsImplemented reports whether robots.txt parsing is in this build (it
-// belongs to another engineer and may still be a stub on this branch).
-func robotsImplemented(t *testing.T) {
-	t.Helper()
-	rc := newRobotsCache(time.Minute, func(context.Context, *url.URL) (int, []byte, error) {
-		return 200, []byte("User-agent: *\nDisallow: /\n"), nil
-	})
-	ok, _, _ := rc.check(t.Context(), &url.URL{Scheme: "http", Host: "h", Path: "/x"}, "ua")
-	if ok {
-		t.Skip("robots.txt parsing is still a stub on this branch (fetchkit)")
-	}
-}
 
 // 1. Visit from a callback never deadlocks, sync mode, one worker.
 func TestSyncVisitFromCallbackNoDeadlock(t *testing.T) {
@@ -83,7 +68,6 @@ func TestAsyncVisitsBoundedGoroutines(t *testing.T) {
 
 // 2. robots.txt is obeyed by default, with the User-Agent actually sent, and on redirects.
 func TestRobotsDefaultOn(t *testing.T) {
-	robotsImplemented(t)
 	ts := newTestServer(t)
 	c := NewCollector()
 	var onErr []error
@@ -111,8 +95,7 @@ func TestRobotsDefaultOn(t *testing.T) {
 	}
 }
 
-func TestRobotsSingleFetch(t *testing.T) {
-	robotsImplemented(t)
+func TestCollectorRobotsSingleFetch(t *testing.T) {
 	ts := newTestServer(t)
 	c := NewCollector(Async())
 	var wg sync.WaitGroup

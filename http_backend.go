@@ -3,8 +3,6 @@ package magpie
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -274,12 +272,6 @@ func sameURL(a, b *url.URL, sortQuery bool) bool {
 	return canonicalURL(a, sortQuery) == canonicalURL(b, sortQuery)
 }
 
-// cacheKey is the file-cache key of a GET: sha1 of method and canonical URL.
-func cacheKey(req *Request, cfg *config) string {
-	sum := sha1.Sum([]byte(req.Method + " " + canonicalURL(req.URL, cfg.sortQuery)))
-	return hex.EncodeToString(sum[:])
-}
-
 // fetched is the raw outcome of one HTTP exchange, before callbacks.
 type fetched struct {
 	status     int
@@ -303,6 +295,8 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	}
 	st := &fetchState{c: c, cfg: cfg, req: req}
 	ctx = context.WithValue(ctx, fetchStateKey{}, st)
+	// A ProxyFunc reports the proxy it chose through this box (see ProxyURLKey).
+	ctx, _ = contextWithProxyURLBox(ctx)
 	hreq, err := http.NewRequestWithContext(ctx, method, req.URL.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
@@ -325,16 +319,11 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	start := time.Now()
 	res, err := c.shared.backend.get().Do(hreq)
 	f := &fetched{trace: trace, redirects: st.chain, latency: time.Since(start)}
-	if v, ok := hreq.Context().Value(ProxyURLKey).(string); ok {
-		f.proxyURL = v
-	}
+	f.proxyURL = proxyURLFromContext(ctx)
 	if err != nil {
 		return f, err
 	}
 	if res.Request != nil {
-		if v, ok := res.Request.Context().Value(ProxyURLKey).(string); ok {
-			f.proxyURL = v
-		}
 		f.finalURL = res.Request.URL
 	}
 	f.status, f.statusText, f.header, f.body = res.StatusCode, res.Status, res.Header, res.Body
@@ -390,7 +379,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 	}
 	useCache := cfg.cache != nil && req.Method == http.MethodGet && req.Headers.Get("Cache-Control") != "no-cache"
 	if useCache {
-		if cr, ok := cfg.cache.get(cacheKey(req, cfg)); ok {
+		if cr, ok := cfg.cache.get(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery))); ok {
 			resp.StatusCode, resp.Body, resp.FromCache = cr.StatusCode, cr.Body, true
 			h := cr.Header.Clone()
 			resp.Headers = &h
@@ -451,7 +440,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 	}
 	if useCache {
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
-		if err := cfg.cache.put(cacheKey(req, cfg), cr); err != nil {
+		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
 			c.logger.Warn("caching response", "url", req.URL.String(), "err", err)
 		}
 	}
