@@ -31,8 +31,9 @@ const (
 // Put blocks while every buffer is full and Get while every buffer is empty;
 // blocked callers sleep on a signal (they do not spin) and give up on
 // ctx.Done(). When puts keep finding every buffer full the pool adds a buffer,
-// up to MaxBufferNumber; when gets keep finding buffers empty it retires empty
-// buffers, down to one.
+// up to MaxBufferNumber (a Put never sleeps below the max: it grows the pool
+// first); when gets keep finding buffers empty it retires empty buffers, down
+// to one.
 //
 // A Pool must be built with NewPool and closed with Close by its owner; it is
 // safe for concurrent use.
@@ -118,6 +119,12 @@ func (p *Pool[T]) Put(ctx context.Context, v T) error {
 		ok, err := p.tryPut(ctx, v, true)
 		if ok || err != nil {
 			return err
+		}
+		if p.number.Load() < int64(p.maxBuf) {
+			// Below the max, a full pool grows rather than blocks: each
+			// failed scan counts towards the growth threshold, so this
+			// retries at most about growFactor times per new buffer.
+			continue
 		}
 		// Every buffer was full: sleep until a get makes room.
 		p.putWaiters.Add(1)
