@@ -184,8 +184,8 @@ func TestStopDuringBusyCrawl(t *testing.T) {
 	if got := sum.Left.Requests + sum.Requests.Cancelled; got != total {
 		t.Errorf("left %d + cancelled %d = %d requests, want %d (none dropped silently)", sum.Left.Requests, sum.Requests.Cancelled, got, total)
 	}
-	if want := total - uint64(da.DownloadWorkers); sum.Left.Requests != want {
-		t.Errorf("Summary().Left.Requests = %d, want %d (all but the ones downloading)", sum.Left.Requests, want)
+	if want := total - uint64(da.DownloadWorkers); sum.Left.Requests < want {
+		t.Errorf("Summary().Left.Requests = %d, want >= %d (all but the ones downloading)", sum.Left.Requests, want)
 	}
 	if uint64(len(left.Requests)) != sum.Left.Requests {
 		t.Errorf("Leftovers() has %d requests, Summary says %d", len(left.Requests), sum.Left.Requests)
