@@ -107,9 +107,10 @@ func (p *Pool[T]) Total() int { return int(p.total.Load()) }
 // Closed reports whether Close has been called.
 func (p *Pool[T]) Closed() bool { return p.closed.Load() }
 
-// Grown and Shrunk return how many buffers have been added and retired since
-// the pool was built.
-func (p *Pool[T]) Grown() uint64  { return p.grown.Load() }
+// Grown returns how many buffers the pool has added since it was built.
+func (p *Pool[T]) Grown() uint64 { return p.grown.Load() }
+
+// Shrunk returns how many buffers the pool has retired since it was built.
 func (p *Pool[T]) Shrunk() uint64 { return p.shrunk.Load() }
 
 // Put adds v, blocking while every buffer is full. It returns ctx.Err() if ctx
