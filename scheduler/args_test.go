@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -43,6 +44,9 @@ func TestModuleArgsCheck(t *testing.T) {
 		{"nil downloader", func(m *ModuleArgs[int, int, int]) { m.Downloaders = []Downloader[int, int]{nil} }, "Downloaders[0]"},
 		{"typed nil downloader", func(m *ModuleArgs[int, int, int]) {
 			m.Downloaders = append(m.Downloaders, nilDownloader)
+		}, "Downloaders[1]"},
+		{"wrong type", func(m *ModuleArgs[int, int, int]) {
+			m.Downloaders = append(m.Downloaders, &mistyped{base: newBase(TypeAnalyzer, "", nil)})
 		}, "Downloaders[1]"},
 		{"no analyzers", func(m *ModuleArgs[int, int, int]) { m.Analyzers = nil }, "Analyzers"},
 		{"no pipelines", func(m *ModuleArgs[int, int, int]) { m.Pipelines = nil }, "Pipelines"},
@@ -89,3 +93,8 @@ func checkArgsErr(t *testing.T, err error, field string) {
 		t.Errorf("Check() error = %v, want %v naming %s", err, ErrInvalidArgs, field)
 	}
 }
+
+// mistyped is a Downloader that claims to be an analyzer.
+type mistyped struct{ base }
+
+func (m *mistyped) Download(context.Context, int) (int, error) { return 0, nil }

@@ -12,46 +12,51 @@ import (
 )
 
 func TestSyntheticCrawl(t *testing.T) {
+	tiny := PoolArgs{BufferCap: 1, MaxBufferNumber: 1}
+	tests := []struct {
+		name string
+		da   DataArgs
+	}{
+		{"default pools", testArgs()},
+		// Every hand-off is full almost always: analyzers must spill to the
+		// overflow list rather than deadlock against the downloaders.
+		{"tiny pools, one worker each", DataArgs{Request: tiny, Response: tiny, Item: tiny, ErrorBuffer: 1,
+			DownloadWorkers: 1, AnalyzeWorkers: 1, PipelineWorkers: 1}},
+	}
 	const n = 10000
-	tc := newTreeCrawl(n)
-	s := New[int, int, int]()
-	if err := s.Init(RequestArgs[int]{Admit: tc.admit}, testArgs(), tc.modules(t, 3)); err != nil {
-		t.Fatalf("Init() error = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTreeCrawl(n)
+			s := New[int, int, int]()
+			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, tt.da, tc.modules(t, 3), 0)
+			if err := s.Wait(t.Context()); err != nil {
+				t.Fatalf("Wait() error = %v", err)
+			}
+			if !s.Idle() {
+				t.Errorf("Idle() = false after Wait")
+			}
+			for _, err := range stop() {
+				if !errors.Is(err, errDuplicate) {
+					t.Errorf("unexpected error from Errors(): %v", err)
+				}
+			}
+			if len(tc.downloads) != n {
+				t.Errorf("downloaded %d distinct pages, want %d", len(tc.downloads), n)
+			}
+			for page, c := range tc.downloads {
+				if c != 1 {
+					t.Errorf("page %d downloaded %d times, want 1", page, c)
+				}
+			}
+			if tc.items != n {
+				t.Errorf("pipeline saw %d items, want %d", tc.items, n)
+			}
+			sum := s.Summary()
+			if sum.Requests.Downloaded != n || sum.ItemsDone != n || sum.Left != (LeftCounts{}) || sum.Requests.Refused != uint64(tc.dupRefused) {
+				t.Errorf("Summary() = %+v, want %d downloaded and items done, %d refused, nothing left", sum, n, tc.dupRefused)
+			}
+		})
 	}
-	errs := drainErrors(s.Errors())
-	if err := s.Start(t.Context(), 0); err != nil {
-		t.Fatalf("Start() error = %v", err)
-	}
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatalf("Wait() error = %v", err)
-	}
-	if !s.Idle() {
-		t.Errorf("Idle() = false after Wait")
-	}
-	if err := s.Stop(); err != nil {
-		t.Fatalf("Stop() error = %v", err)
-	}
-	for _, err := range errs() {
-		if !errors.Is(err, errDuplicate) {
-			t.Errorf("unexpected error from Errors(): %v", err)
-		}
-	}
-	if len(tc.downloads) != n {
-		t.Errorf("downloaded %d distinct pages, want %d", len(tc.downloads), n)
-	}
-	for page, c := range tc.downloads {
-		if c != 1 {
-			t.Errorf("page %d downloaded %d times, want 1", page, c)
-		}
-	}
-	if tc.items != n {
-		t.Errorf("pipeline saw %d items, want %d", tc.items, n)
-	}
-	sum := s.Summary()
-	if sum.Requests.Downloaded != n || sum.ItemsDone != n || sum.Left != (LeftCounts{}) {
-		t.Errorf("Summary() = %+v, want %d downloaded and items done, nothing left", sum, n)
-	}
-	t.Log(sum)
 }
 
 // startCrawl inits and starts s over tc with the given downloaders and
