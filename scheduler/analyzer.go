@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Analyzer turns a response into new requests and items. Analyze must honour
@@ -61,7 +62,9 @@ func (a *analyzer[Req, Resp, Item]) Analyze(ctx context.Context, resp Resp) (req
 	if a.body != nil {
 		data = a.body(resp)
 	}
-	r := bytes.NewReader(data)
+	r := readers.Get().(*bytes.Reader)
+	defer readers.Put(r)
+	defer r.Reset(nil) // drop the body so the pool does not pin it
 	for _, parse := range a.parsers {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
@@ -69,11 +72,24 @@ func (a *analyzer[Req, Resp, Item]) Analyze(ctx context.Context, resp Resp) (req
 		}
 		r.Reset(data)
 		rq, it, es := a.parse(ctx, parse, resp, r)
-		reqs = append(reqs, rq...)
-		items = append(items, it...)
-		errs = append(errs, es...)
+		reqs = concat(reqs, rq)
+		items = concat(items, it)
+		errs = concat(errs, es)
 	}
 	return reqs, items, errs
+}
+
+// readers recycles the body readers handed to parsers; a reader is valid only
+// until its parser returns, so one per Analyze call suffices.
+var readers = sync.Pool{New: func() any { return new(bytes.Reader) }}
+
+// concat appends b to a, reusing b itself when a is empty so that the common
+// single-parser case copies nothing.
+func concat[T any](a, b []T) []T {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
 }
 
 func (a *analyzer[Req, Resp, Item]) parse(ctx context.Context, parse ParseResponse[Req, Resp, Item],

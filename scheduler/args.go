@@ -80,7 +80,7 @@ func (a DataArgs) Check() error {
 }
 
 // ModuleArgs lists the modules the scheduler registers at Init. Each list
-// needs at least one module, none nil.
+// needs at least one module, none nil, each reporting the Type of its list.
 type ModuleArgs[Req, Resp, Item any] struct {
 	Downloaders []Downloader[Req, Resp]
 	Analyzers   []Analyzer[Req, Resp, Item]
@@ -89,22 +89,25 @@ type ModuleArgs[Req, Resp, Item any] struct {
 
 // Check returns an error wrapping ErrInvalidArgs that names the bad field.
 func (a ModuleArgs[Req, Resp, Item]) Check() error {
-	if err := checkModules("Downloaders", a.Downloaders); err != nil {
+	if err := checkModules("Downloaders", TypeDownloader, a.Downloaders); err != nil {
 		return err
 	}
-	if err := checkModules("Analyzers", a.Analyzers); err != nil {
+	if err := checkModules("Analyzers", TypeAnalyzer, a.Analyzers); err != nil {
 		return err
 	}
-	return checkModules("Pipelines", a.Pipelines)
+	return checkModules("Pipelines", TypePipeline, a.Pipelines)
 }
 
-func checkModules[M Module](field string, ms []M) error {
+func checkModules[M Module](field string, t Type, ms []M) error {
 	if len(ms) == 0 {
 		return fmt.Errorf("%w: %s is empty, want at least one module", ErrInvalidArgs, field)
 	}
 	for i, m := range ms {
 		if isNil(m) {
 			return fmt.Errorf("%w: %s[%d] is nil", ErrInvalidArgs, field, i)
+		}
+		if m.Type() != t {
+			return fmt.Errorf("%w: %s[%d] (%s) has type %s, want %s", ErrInvalidArgs, field, i, m.ID(), m.Type(), t)
 		}
 	}
 	return nil

@@ -35,6 +35,7 @@ type run[Req, Resp, Item any] struct {
 	afterDone chan struct{} // closed when the context watcher has returned
 	wg        sync.WaitGroup
 
+	stopping    atomic.Bool   // set before cancel: workers hand back what they take
 	done        chan struct{} // closed once the run is stopped
 	stoppedBusy atomic.Bool   // Stop found work still pending
 
@@ -129,6 +130,7 @@ func (r *run[Req, Resp, Item]) start() {
 // shutdown cancels the run, waits for every goroutine it started, and
 // collects what was left.
 func (r *run[Req, Resp, Item]) shutdown() {
+	r.stopping.Store(true)
 	r.cancel()
 	r.wg.Wait()
 

@@ -131,7 +131,9 @@ func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) er
 }
 
 // Submit adds requests from outside the crawl, without Admit, blocking while
-// the request pool is full. It gives up with ctx.Err() when ctx is done and
+// the request pool is full. It must not be called from inside a module (a
+// download worker blocked on its own full pool would stall the run): an
+// Analyzer returns new requests instead. It gives up with ctx.Err() when ctx is done and
 // returns ErrNotStarted unless the scheduler is started (or once it stops
 // while Submit waits). Requests before the failing one were queued.
 func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) error {
@@ -201,10 +203,18 @@ func (s *Scheduler[Req, Resp, Item]) Errors() <-chan error {
 }
 
 // Idle reports whether nothing is queued, downloading, being analysed or in a
-// pipeline.
+// pipeline. A stopped run is idle: what it held is in Leftovers.
 func (s *Scheduler[Req, Resp, Item]) Idle() bool {
 	r := s.run.Load()
-	return r == nil || r.pending.load() == 0
+	if r == nil || r.pending.load() == 0 {
+		return true
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait blocks until the scheduler is idle, including work added while

@@ -40,6 +40,12 @@ func (r *run[Req, Resp, Item]) downloadLoop() {
 		if err != nil {
 			return
 		}
+		if r.stopping.Load() {
+			// Get may still succeed after cancel; what is taken then
+			// stays queued work, handed back by Stop.
+			r.leaveRequests(req)
+			return
+		}
 		r.download(req)
 	}
 }
@@ -93,6 +99,10 @@ func (r *run[Req, Resp, Item]) analyzeLoop() {
 	for {
 		resp, err := r.resps.Get(r.ctx)
 		if err != nil {
+			return
+		}
+		if r.stopping.Load() {
+			r.leaveResponses(resp)
 			return
 		}
 		r.analyze(resp)
@@ -151,6 +161,10 @@ func (r *run[Req, Resp, Item]) pipelineLoop() {
 	for {
 		item, err := r.items.Get(r.ctx)
 		if err != nil {
+			return
+		}
+		if r.stopping.Load() {
+			r.leaveItems(item)
 			return
 		}
 		r.process(item)

@@ -31,8 +31,9 @@ const (
 // Put blocks while every buffer is full and Get while every buffer is empty;
 // blocked callers sleep on a signal (they do not spin) and give up on
 // ctx.Done(). When puts keep finding every buffer full the pool adds a buffer,
-// up to MaxBufferNumber; when gets keep finding buffers empty it retires empty
-// buffers, down to one.
+// up to MaxBufferNumber (a Put never sleeps below the max: it grows the pool
+// first); when gets keep finding buffers empty it retires empty buffers, down
+// to one.
 //
 // A Pool must be built with NewPool and closed with Close by its owner; it is
 // safe for concurrent use.
@@ -106,9 +107,10 @@ func (p *Pool[T]) Total() int { return int(p.total.Load()) }
 // Closed reports whether Close has been called.
 func (p *Pool[T]) Closed() bool { return p.closed.Load() }
 
-// Grown and Shrunk return how many buffers have been added and retired since
-// the pool was built.
-func (p *Pool[T]) Grown() uint64  { return p.grown.Load() }
+// Grown returns how many buffers the pool has added since it was built.
+func (p *Pool[T]) Grown() uint64 { return p.grown.Load() }
+
+// Shrunk returns how many buffers the pool has retired since it was built.
 func (p *Pool[T]) Shrunk() uint64 { return p.shrunk.Load() }
 
 // Put adds v, blocking while every buffer is full. It returns ctx.Err() if ctx
@@ -118,6 +120,12 @@ func (p *Pool[T]) Put(ctx context.Context, v T) error {
 		ok, err := p.tryPut(ctx, v, true)
 		if ok || err != nil {
 			return err
+		}
+		if p.number.Load() < int64(p.maxBuf) {
+			// Below the max, a full pool grows rather than blocks: each
+			// failed scan counts towards the growth threshold, so this
+			// retries at most about growFactor times per new buffer.
+			continue
 		}
 		// Every buffer was full: sleep until a get makes room.
 		p.putWaiters.Add(1)

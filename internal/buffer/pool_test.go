@@ -277,3 +277,34 @@ func TestPoolBlockedWakes(t *testing.T) {
 		p.Close()
 	})
 }
+
+// TestPoolPutGrowsBeforeBlocking checks that a lone producer fills the pool to
+// its full capacity (growing it) before it blocks.
+func TestPoolPutGrowsBeforeBlocking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bufCap, maxBuf = 3, 4
+		p, _ := NewPool[int](bufCap, maxBuf)
+		for i := range bufCap * maxBuf {
+			if err := p.Put(t.Context(), i); err != nil {
+				t.Fatalf("Put(%d) error = %v", i, err)
+			}
+		}
+		if p.BufferNumber() != maxBuf || p.Total() != bufCap*maxBuf {
+			t.Errorf("BufferNumber() = %d, Total() = %d; want %d, %d", p.BufferNumber(), p.Total(), maxBuf, bufCap*maxBuf)
+		}
+		done := make(chan error)
+		go func() { done <- p.Put(t.Context(), -1) }()
+		synctest.Wait() // the extra put sleeps: durably blocked, not spinning
+		select {
+		case err := <-done:
+			t.Fatalf("Put on a full pool at max returned %v, want it to block", err)
+		default:
+		}
+		if got := len(p.Close()); got != bufCap*maxBuf {
+			t.Errorf("Close() returned %d items, want %d", got, bufCap*maxBuf)
+		}
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Errorf("blocked Put error = %v, want %v", err, ErrClosed)
+		}
+	})
+}
