@@ -12,8 +12,9 @@
 //
 // The server counts, per host, requests per path (so duplicate fetches show),
 // the most requests in flight at once, the smallest gap between two request
-// starts, and new TCP connections. GET /_stats returns them as JSON; GET
-// /_reset clears them. Neither is counted. When every listener is ready the
+// starts, and new TCP connections (each counted at its first crawler request,
+// so the control connections are not). GET /_stats returns them as JSON; GET
+// /_reset clears them; neither is counted. When every listener is ready the
 // base URLs are printed on one line of stdout, separated by spaces.
 package main
 
@@ -29,6 +30,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -103,14 +105,13 @@ func run(cfg config) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, cfg.hosts)
 	for h, ln := range lns {
-		hs := st.hosts[h]
 		srv := &http.Server{
 			Handler:           handler(cfg, gen, st, h),
 			ReadHeaderTimeout: 10 * time.Second,
-			ConnState: func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					hs.newConn()
-				}
+			// A connection is counted once, at its first crawler request,
+			// so the connections that fetch /_stats and /_reset are not.
+			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+				return context.WithValue(ctx, connKey{}, new(connInfo))
 			},
 		}
 		servers[h] = srv
@@ -136,6 +137,11 @@ func run(cfg config) error {
 	return err
 }
 
+type connKey struct{}
+
+// connInfo is per TCP connection; counted is set by its first crawler request.
+type connInfo struct{ counted atomic.Bool }
+
 func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
 	hs := st.hosts[h]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,6 +154,9 @@ func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
 			st.reset()
 			_, _ = w.Write([]byte("ok\n"))
 			return
+		}
+		if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok && !ci.counted.Swap(true) {
+			hs.newConn()
 		}
 		done := hs.begin(r.URL.Path)
 		defer done()
