@@ -87,8 +87,13 @@ func main() {
 		hostPar = flag.Int("host-par", 0, "per-host parallelism (0: -p); set with -delay for politeness")
 		hosts   = flag.String("hosts", "", "comma or space separated base URLs or host:port of every host of the site")
 		timeout = flag.Duration("timeout", 30*time.Minute, "give up after this long")
+		list    = flag.Bool("list", false, "print the implementations built in and exit")
 	)
 	flag.Parse()
+	if *list {
+		fmt.Println(strings.Join(implNames(), " "))
+		return
+	}
 
 	cfg, err := newConfig(*seed, *p, *delay, *hostPar, *hosts)
 	if err != nil {
