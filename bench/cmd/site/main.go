@@ -108,11 +108,7 @@ func run(cfg config) error {
 		srv := &http.Server{
 			Handler:           handler(cfg, gen, st, h),
 			ReadHeaderTimeout: 10 * time.Second,
-			// A connection is counted once, at its first crawler request,
-			// so the connections that fetch /_stats and /_reset are not.
-			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-				return context.WithValue(ctx, connKey{}, new(connInfo))
-			},
+			ConnContext:       connContext,
 		}
 		servers[h] = srv
 		wg.Go(func() {
@@ -141,6 +137,13 @@ type connKey struct{}
 
 // connInfo is per TCP connection; counted is set by its first crawler request.
 type connInfo struct{ counted atomic.Bool }
+
+// connContext gives each connection a connInfo. A connection is counted
+// once, at its first crawler request, so the connections that fetch /_stats
+// and /_reset are not.
+func connContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, new(connInfo))
+}
 
 func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
 	hs := st.hosts[h]
