@@ -38,7 +38,7 @@ func TestReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| L | magpie-async | 3 (1 failed) | 100 | 0 | 0 | 0.00 | 200 |", // median pages/s of 150, 250, 200
-		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                  // ratios to colly-async and raw
+		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                    // ratios to colly-async and raw
 		"| L | colly-async | 1 | 100 | 0 | 2 |",
 	} {
 		if !strings.Contains(out, want) {
