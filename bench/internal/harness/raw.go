@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 	"golang.org/x/net/html"
 )
 
-// crawlRaw is the baseline: what a careful Go programmer writes with only the
+// Raw is the baseline: what a careful Go programmer writes with only the
 // standard library and a tokenizer. P workers share one frontier; the crawl
 // ends when nothing is queued or in flight.
-func crawlRaw(ctx context.Context, cfg config, n *counters) error {
+func Raw(ctx context.Context, cfg Config, n *Counters) error {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0 // no global cap
-	tr.MaxIdleConnsPerHost = max(cfg.p, cfg.hostPar)
+	tr.MaxIdleConnsPerHost = max(cfg.P, cfg.HostPar)
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 
 	f := newFrontier(cfg)
 	stop := context.AfterFunc(ctx, f.wakeAll)
 	defer stop()
-	start, _ := url.Parse(cfg.seed)
+	start, _ := url.Parse(cfg.Seed)
 	f.push(start)
 
 	var wg sync.WaitGroup
-	for range cfg.p {
+	for range cfg.P {
 		wg.Go(func() {
 			for {
 				h, u, ok := f.next(ctx)
@@ -38,9 +38,9 @@ func crawlRaw(ctx context.Context, cfg config, n *counters) error {
 				}
 				links, err := fetch(ctx, client, u)
 				if err != nil {
-					n.errors.Add(1)
+					n.Errors.Add(1)
 				} else {
-					n.pages.Add(1)
+					n.Pages.Add(1)
 				}
 				for _, l := range links {
 					f.push(l)
@@ -111,7 +111,7 @@ func extractLinks(base *url.URL, r io.Reader) ([]*url.URL, error) {
 // frontier holds the URLs to fetch, per host, and the visited set. Safe for
 // concurrent use.
 type frontier struct {
-	cfg config
+	cfg Config
 	// mu guards every field below; cond waits on it.
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -132,7 +132,7 @@ type hostQueue struct {
 	next     time.Time // earliest start of the next request (politeness)
 }
 
-func newFrontier(cfg config) *frontier {
+func newFrontier(cfg Config) *frontier {
 	f := &frontier{cfg: cfg, visited: map[string]struct{}{}, hosts: map[string]*hostQueue{}}
 	f.cond = sync.NewCond(&f.mu)
 	return f
@@ -140,7 +140,7 @@ func newFrontier(cfg config) *frontier {
 
 // push queues u unless it was seen before or is not on an allowed host.
 func (f *frontier) push(u *url.URL) {
-	if u.Scheme != "http" && u.Scheme != "https" || !slices.Contains(f.cfg.allowed, u.Hostname()) {
+	if u.Scheme != "http" && u.Scheme != "https" || !slices.Contains(f.cfg.Allowed, u.Hostname()) {
 		return
 	}
 	u.Fragment, u.RawFragment = "", ""
@@ -178,10 +178,10 @@ func (f *frontier) next(ctx context.Context) (hq *hostQueue, u *url.URL, ok bool
 		var wake time.Time
 		for i := range f.order {
 			h := f.order[(f.rr+i)%len(f.order)]
-			if h.head == len(h.urls) || h.inflight >= f.cfg.hostPar {
+			if h.head == len(h.urls) || h.inflight >= f.cfg.HostPar {
 				continue
 			}
-			if f.cfg.delay > 0 && now.Before(h.next) {
+			if f.cfg.Delay > 0 && now.Before(h.next) {
 				if wake.IsZero() || h.next.Before(wake) {
 					wake = h.next
 				}
@@ -196,7 +196,7 @@ func (f *frontier) next(ctx context.Context) (hq *hostQueue, u *url.URL, ok bool
 				h.head = 0
 			}
 			h.inflight++
-			h.next = now.Add(f.cfg.delay)
+			h.next = now.Add(f.cfg.Delay)
 			return h, u, true
 		}
 		if !wake.IsZero() && (f.timerAt.IsZero() || wake.Before(f.timerAt)) {
