@@ -1,8 +1,13 @@
 package magpie
 
 import (
+	"mime"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Response is the answer to a Request, as callbacks see it.
@@ -28,4 +33,59 @@ type Response struct {
 	Redirects []*url.URL
 	// FromCache is true when the response came from CacheDir.
 	FromCache bool
+
+	// err is the failure the analyzer delivers to OnError.
+	err error
+	// aborted is set when OnRequest aborted the request: it finishes silently.
+	aborted bool
+	// retryAfter is the server's Retry-After, for the retry policy.
+	retryAfter time.Duration
+}
+
+// Save writes the body to fileName with mode 0644.
+func (r *Response) Save(fileName string) error {
+	return os.WriteFile(fileName, r.Body, 0o644)
+}
+
+// FileName is a safe file name for the response: the Content-Disposition
+// filename if the server sent one, else the URL path and query made safe.
+func (r *Response) FileName() string {
+	if r.Headers != nil {
+		if _, params, err := mime.ParseMediaType(r.Headers.Get("Content-Disposition")); err == nil {
+			if f := filepath.Base(params["filename"]); f != "" && f != "." && f != "/" {
+				return SanitizeFileName(f)
+			}
+		}
+	}
+	if r.Request == nil || r.Request.URL == nil {
+		return "response"
+	}
+	name := strings.TrimPrefix(r.Request.URL.Path, "/")
+	if q := r.Request.URL.RawQuery; q != "" {
+		name += "_" + q
+	}
+	if name == "" {
+		name = "index"
+	}
+	return SanitizeFileName(name)
+}
+
+// SanitizeFileName replaces characters that are unsafe in file names with
+// '_' and keeps the extension.
+func SanitizeFileName(name string) string {
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			switch {
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	if ext != "" {
+		ext = "." + clean(ext[1:])
+	}
+	return clean(base) + ext
 }

@@ -1,0 +1,38 @@
+// Max depth: follow links, but no deeper than two pages from the start.
+//
+//	go run ./_examples/max_depth [URL]
+package main
+
+import (
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/_examples/internal/site"
+)
+
+func main() {
+	start := ""
+	if len(os.Args) > 1 {
+		start = os.Args[1]
+	} else {
+		srv := site.Start()
+		defer srv.Close()
+		start = srv.URL + "/page/1"
+	}
+
+	// c.Visit is depth 1, the pages it links to depth 2, and so on.
+	c := magpie.NewCollector(magpie.MaxDepth(2))
+
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		_ = e.Request.Visit(e.Attr("href"))
+	})
+	c.OnResponse(func(r *magpie.Response) {
+		fmt.Printf("depth %d: %s\n", r.Request.Depth, r.Request.URL)
+	})
+
+	if err := c.Visit(start); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The embedded site has 40 HTML pages; /private/ is disallowed by robots.txt,
+// four links are broken, one points to another domain and one is mailto:.
+const (
+	sitePages = 39
+)
+
+func TestDemo(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"demo", "-quiet", "-latency", "0"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("run(demo) = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	if want := "demo: 39 pages crawled"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout = %q, want it to contain %q; stderr:\n%s", stdout.String(), want, stderr.String())
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`http 404\s+4\n`),
+		regexp.MustCompile(`blocked by robots\.txt\s+1\n`),
+		regexp.MustCompile(`crawled 39 pages in`),
+	} {
+		if !want.MatchString(stderr.String()) {
+			t.Errorf("stderr does not match %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestCrawlWritesJSONLines(t *testing.T) {
+	base, shutdown, err := serveSite(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown() })
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"crawl", base, "-depth", "2", "-parallel", "2", "-o", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run(crawl) = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]pageRecord{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p pageRecord
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if _, dup := seen[p.URL]; dup {
+			t.Errorf("page %s written twice", p.URL)
+		}
+		seen[p.URL] = p
+	}
+	// Depth 2: the home page and the 12 pages it links to (5 shelves, 4 picks, 3 nav pages, minus home itself).
+	home, ok := seen[base]
+	if !ok {
+		t.Fatalf("home page %s missing from output %v", base, seen)
+	}
+	if home.Depth != 1 || home.Status != 200 || home.Title != "Welcome | Magpie Books" || home.Links == 0 {
+		t.Errorf("home record = %+v, want depth 1, status 200, title %q, links > 0", home, "Welcome | Magpie Books")
+	}
+	for u, p := range seen {
+		if p.Depth > 2 {
+			t.Errorf("%s has depth %d, want <= 2", u, p.Depth)
+		}
+		if strings.Contains(u, "/private/") {
+			t.Errorf("%s crawled despite robots.txt", u)
+		}
+	}
+	if len(seen) < 10 || len(seen) >= sitePages {
+		t.Errorf("crawled %d pages at depth 2, want between 10 and %d", len(seen), sitePages-1)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"crawl"}, {"crawl", "ftp://x/"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), args, &stdout, &stderr); code == 0 {
+			t.Errorf("run(%q) = 0, want non-zero", args)
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package limits
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultMaxParked is the Gate capacity used when NewGate gets maxParked <= 0.
+const DefaultMaxParked = 1024
+
+// Gate parks items until their host may start another request, so that a
+// waiting request holds no worker. It holds at most maxParked items. Items
+// of one host come out in Put order; ready hosts take turns. The zero value
+// is a Gate over New() with DefaultMaxParked, like NewGate(nil, 0). Safe for
+// concurrent use. The Gate starts no goroutine; its owner Closes it to wake
+// blocked callers and get back what is still parked.
+type Gate[T any] struct {
+	// mu guards everything below, and every host and group.
+	mu        sync.Mutex
+	lim       *Limiter
+	maxParked int
+	done      chan struct{} // closed by Close
+	closed    bool
+	hosts     map[string]*host[T]
+	groups    map[*entry]*group[T]
+	ready     hlist[T]
+	idle      hlist[T]
+	timed     timedHeap[T]
+	parked    int
+	inflight  int
+	seq       uint64
+	releases  uint64
+	// seen is the latest time any operation read; see clock.
+	seen time.Time
+	// getWake and putWake are closed (and cleared) to wake every blocked
+	// Get or Put; nil while nobody waits, so the fast path makes none.
+	getWake chan struct{}
+	putWake chan struct{}
+}
+
+type item[T any] struct {
+	v   T
+	seq uint64
+}
+
+// NewGate returns a Gate over lim that parks at most maxParked items
+// (<= 0: DefaultMaxParked). A nil lim means New().
+func NewGate[T any](lim *Limiter, maxParked int) *Gate[T] {
+	g := &Gate[T]{lim: lim, maxParked: maxParked}
+	g.init()
+	return g
+}
+
+// init fills in defaults, so that the zero Gate works; called under mu (or
+// before the Gate is shared).
+func (g *Gate[T]) init() {
+	if g.done != nil {
+		return
+	}
+	if g.maxParked <= 0 {
+		g.maxParked = DefaultMaxParked
+	}
+	if g.lim == nil {
+		g.lim = New()
+	}
+	g.done = make(chan struct{})
+	g.hosts = make(map[string]*host[T])
+	g.groups = make(map[*entry]*group[T])
+}
+
+// Put parks v for the host key (host:port, as in url.URL.Host). It blocks
+// while the gate is full, and returns ctx.Err() or ErrClosed when it gives
+// up (v is then not parked).
+func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
+	g.mu.Lock()
+	g.init()
+	for g.parked >= g.maxParked && !g.closed {
+		if g.putWake == nil {
+			g.putWake = make(chan struct{})
+		}
+		wake, done := g.putWake, g.done
+		g.mu.Unlock()
+		select {
+		case <-wake:
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	if g.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
+	c := g.clock()
+	h := g.hosts[key]
+	if h == nil {
+		// New hosts are how the map grows, so sweep idle ones here.
+		g.evict(c)
+		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
+		h.ent, h.ver = g.lim.lookup(key)
+		h.grp = g.groupFor(h.ent)
+		g.hosts[key] = h
+	}
+	g.seq++
+	h.q.push(item[T]{v: v, seq: g.seq})
+	g.parked++
+	if h.q.len() == 1 || h.ver != g.lim.version.Load() {
+		g.place(h, c)
+		if h.at == inReady || h.at == inTimed {
+			wake(&g.getWake)
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// Get blocks until a parked item's host may start a request, takes that
+// host's slot and returns the item with its Ticket, whose Done the caller
+// must call when the request ends. The start of the request, for Delay, is
+// now. Items of one host come out in Put order; hosts do not wait for each
+// other. It returns ctx.Err() or ErrClosed when it gives up.
+func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
+	var zero T
+	g.mu.Lock()
+	g.init()
+	for {
+		if g.closed {
+			g.mu.Unlock()
+			return zero, nil, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			g.mu.Unlock()
+			return zero, nil, err
+		}
+		c := g.clock()
+		for len(g.timed) > 0 && !c.future(g.timed[0].startAt()) {
+			g.place(g.timed[0], c)
+		}
+		for h := g.ready.head; h != nil; h = g.ready.head {
+			if !g.startable(h, c) {
+				g.place(h, c)
+				continue
+			}
+			v, t := g.take(h, c)
+			g.mu.Unlock()
+			return v, t, nil
+		}
+		var timer *time.Timer
+		var tick <-chan time.Time
+		if len(g.timed) > 0 {
+			timer = time.NewTimer(g.timed[0].startAt().Sub(c.now()))
+			tick = timer.C
+		}
+		if g.getWake == nil {
+			g.getWake = make(chan struct{})
+		}
+		wake, done := g.getWake, g.done
+		g.mu.Unlock()
+		var err error
+		select {
+		case <-wake:
+		case <-tick:
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return zero, nil, err
+		}
+		g.mu.Lock()
+	}
+}
+
+// take starts a request to the ready host h.
+func (g *Gate[T]) take(h *host[T], c *clock) (T, *Ticket) {
+	it := h.q.pop()
+	g.parked--
+	g.inflight++
+	h.inflight++
+	if h.grp != nil {
+		h.grp.inflight++
+	}
+	h.crawl = g.lim.crawlDelay(h.key)
+	if d := h.gap(); d > 0 {
+		h.nextStart = c.now().Add(d)
+	}
+	t := &Ticket{g: g, h: h, grp: h.grp}
+	if h.ent != nil && h.ent.auto {
+		t.start = c.now() // for Results that carry no Latency
+	}
+	// Re-placing moves a still-ready host to the back: ready hosts take turns.
+	g.place(h, c)
+	wake(&g.putWake)
+	return it.v, t
+}
+
+// release ends the request of t; it implements releaser.
+func (g *Gate[T]) release(t *Ticket, res Result) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.done {
+		return
+	}
+	t.done = true
+	h := t.h.(*host[T])
+	g.inflight--
+	h.inflight--
+	var freed *group[T]
+	if grp, _ := t.grp.(*group[T]); grp != nil {
+		if grp.inflight == grp.cap {
+			freed = grp
+		}
+		grp.inflight--
+	}
+	if g.closed {
+		return
+	}
+	c := g.clock()
+	lat := res.Latency
+	if lat <= 0 && res.Err == nil && !t.start.IsZero() {
+		lat = c.now().Sub(t.start)
+	}
+	h.observe(res, lat, c, g.lim)
+	g.place(h, c)
+	if freed != nil {
+		for w := freed.wait.head; w != nil; w = freed.wait.head {
+			g.place(w, c)
+			if w.at == inGroup {
+				break // the group is full again
+			}
+		}
+	}
+	wake(&g.getWake)
+	if g.releases++; g.releases%evictEvery == 0 {
+		g.evict(c)
+	}
+}
+
+// startable reports whether h, now in the ready list, may start at once.
+func (g *Gate[T]) startable(h *host[T], c *clock) bool {
+	if h.ver != g.lim.version.Load() {
+		return false
+	}
+	if p := h.par(); p > 0 && h.inflight >= p {
+		return false
+	}
+	if c.future(h.startAt()) {
+		return false
+	}
+	return h.grp == nil || h.grp.inflight < h.grp.cap
+}
+
+// unplace takes h out of whatever structure holds it.
+func (g *Gate[T]) unplace(h *host[T]) {
+	switch h.at {
+	case inReady:
+		g.ready.remove(h)
+	case inIdle:
+		g.idle.remove(h)
+	case inGroup:
+		h.grp.wait.remove(h)
+	case inTimed:
+		g.timed.remove(h.idx)
+	}
+	h.at = nowhere
+}
+
+// place files h where its state says it belongs, refreshing its rule first
+// if the rules changed.
+func (g *Gate[T]) place(h *host[T], c *clock) {
+	g.unplace(h)
+	if v := g.lim.version.Load(); h.ver != v {
+		h.ent, h.ver = g.lim.lookup(h.key)
+		h.grp = g.groupFor(h.ent)
+	}
+	switch {
+	case h.q.len() == 0:
+		if h.inflight == 0 {
+			// A stale time is fine here: it can only make a host look
+			// idle for longer, and evict re-checks what matters.
+			h.at, h.idleSince = inIdle, c.stale()
+			g.idle.pushBack(h)
+		}
+	case h.par() > 0 && h.inflight >= h.par():
+		// Ticket.Done places it again.
+	case c.future(h.startAt()):
+		h.at = inTimed
+		g.timed.push(h)
+	case h.grp != nil && h.grp.inflight >= h.grp.cap:
+		h.at = inGroup
+		h.grp.wait.pushBack(h)
+	default:
+		h.at = inReady
+		g.ready.pushBack(h)
+	}
+}
+
+// evict drops hosts idle for longer than the Limiter's IdleTimeout. A host
+// still under a delay or hold is kept (moved to the back) so that forgetting
+// it cannot let a request start early.
+func (g *Gate[T]) evict(c *clock) {
+	ttl := g.lim.idle()
+	now := c.now()
+	for h := g.idle.head; h != nil && now.Sub(h.idleSince) >= ttl; h = g.idle.head {
+		g.idle.remove(h)
+		if h.startAt().After(now) {
+			h.idleSince = now
+			g.idle.pushBack(h)
+			continue
+		}
+		h.at = nowhere
+		delete(g.hosts, h.key)
+	}
+}
+
+func (g *Gate[T]) groupFor(e *entry) *group[T] {
+	if e == nil || e.total <= 0 {
+		return nil
+	}
+	grp := g.groups[e]
+	if grp == nil {
+		grp = &group[T]{cap: e.total}
+		g.groups[e] = grp
+	}
+	return grp
+}
+
+// evictEvery is how many Ticket.Done calls pass between sweeps for idle
+// hosts, so the sweep's clock read stays off most of the hot path.
+const evictEvery = 64
+
+// clock reads time.Now at most once per Gate operation, and only when a
+// decision needs it: a host with no delay, hold or AutoThrottle makes no
+// decision that needs the time, and time.Now is far from free on some
+// machines.
+type clock struct {
+	t    time.Time
+	set  bool
+	seen *time.Time // the Gate's seen, guarded by its mu
+}
+
+func (g *Gate[T]) clock() *clock { return &clock{seen: &g.seen} }
+
+func (c *clock) now() time.Time {
+	if !c.set {
+		c.t, c.set = time.Now(), true
+		*c.seen = c.t
+	}
+	return c.t
+}
+
+// stale returns the time of this operation if it has read one, else the
+// latest time any operation read.
+func (c *clock) stale() time.Time {
+	if c.set {
+		return c.t
+	}
+	return *c.seen
+}
+
+// future reports whether t is after now; the zero time never is, without
+// reading the clock.
+func (c *clock) future(t time.Time) bool { return !t.IsZero() && t.After(c.now()) }
+
+// wake closes *ch, if anyone made it, to wake all its waiters.
+func wake(ch *chan struct{}) {
+	if *ch != nil {
+		close(*ch)
+		*ch = nil
+	}
+}
+
+// Len returns the number of parked items.
+func (g *Gate[T]) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.parked
+}
+
+// Close wakes every blocked Put and Get with ErrClosed and returns the items
+// still parked, in Put order, so the caller can put them back. Tickets
+// handed out before stay valid (Done is harmless). Idempotent: later calls
+// return nil.
+func (g *Gate[T]) Close() []T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	close(g.done)
+	all := make([]item[T], 0, g.parked)
+	for _, h := range g.hosts {
+		for h.q.len() > 0 {
+			all = append(all, h.q.pop())
+		}
+	}
+	g.parked = 0
+	// Tickets still out point at their host and group, so Done keeps
+	// working; everything else is dropped.
+	g.hosts, g.groups = nil, nil
+	g.ready, g.idle, g.timed = hlist[T]{}, hlist[T]{}, nil
+	slices.SortFunc(all, func(a, b item[T]) int {
+		if a.seq < b.seq {
+			return -1
+		}
+		return 1
+	})
+	out := make([]T, len(all))
+	for i, it := range all {
+		out[i] = it.v
+	}
+	return out
+}
+
+// Stats is a snapshot of a Gate, for Summary and logs.
+type Stats struct {
+	Parked   int `json:"parked"`    // items waiting in the gate
+	InFlight int `json:"in_flight"` // tickets not yet Done
+	Hosts    int `json:"hosts"`     // hosts with state kept
+	Ready    int `json:"ready"`     // hosts that may start now
+	Delayed  int `json:"delayed"`   // hosts waiting for a delay or hold
+	Capped   int `json:"capped"`    // hosts waiting for a TotalParallelism slot
+}
+
+// Stats returns a snapshot of the gate's counters.
+func (g *Gate[T]) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := Stats{Parked: g.parked, InFlight: g.inflight, Hosts: len(g.hosts), Ready: g.ready.n, Delayed: len(g.timed)}
+	for _, grp := range g.groups {
+		s.Capped += grp.wait.n
+	}
+	return s
+}
+
+// releaser is the Gate behind a Ticket, without its type parameter.
+type releaser interface{ release(*Ticket, Result) }
+
+// Ticket is a started request's claim on its host; call Done once the
+// request has ended. The zero value and nil are valid no-op tickets. Safe
+// for concurrent use.
+type Ticket struct {
+	g     releaser
+	h     any // *host[T]
+	grp   any // *group[T] charged at the start, nil if none
+	start time.Time
+	done  bool // guarded by the Gate's mu
+}
+
+// Done reports the request finished and frees its host slot; res feeds the
+// host's AutoThrottle, Retry-After and back-off. Only the first call counts.
+func (t *Ticket) Done(res Result) {
+	if t != nil && t.g != nil {
+		t.g.release(t, res)
+	}
+}

@@ -1,0 +1,235 @@
+package limits
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// place says which structure of the Gate holds a host.
+type place uint8
+
+const (
+	nowhere place = iota // busy: in flight at its parallelism, or nothing parked
+	inReady              // has parked items and may start now
+	inTimed              // has parked items, waits for its delay or hold
+	inGroup              // has parked items, waits for its rule's TotalParallelism
+	inIdle               // nothing parked, nothing in flight: evictable
+)
+
+// host is the scheduling state of one host:port inside a Gate.
+type host[T any] struct {
+	key string
+	q   fifo[item[T]]
+
+	inflight int
+	// nextStart is the earliest start the delay allows; hold the earliest
+	// start Retry-After or back-off allows.
+	nextStart time.Time
+	hold      time.Time
+
+	ent   *entry // matching rule, nil for none
+	ver   uint64 // Limiter.version ent was resolved at
+	grp   *group[T]
+	crawl time.Duration // robots.txt Crawl-delay as of the last start
+	adapt time.Duration // AutoThrottle's current delay
+	// learned is set once AutoThrottle has seen a latency.
+	learned bool
+	// strikes counts 429/503 responses not yet paid back by successes.
+	strikes int
+
+	at         place
+	prev, next *host[T] // links in the ready, group or idle list
+	idx        int      // index in the timed heap
+	idleSince  time.Time
+}
+
+// group is the shared TotalParallelism cap of one rule.
+type group[T any] struct {
+	cap      int
+	inflight int
+	wait     hlist[T]
+}
+
+// delay is the host's least gap between starts, before jitter.
+func (h *host[T]) delay() time.Duration {
+	var d time.Duration
+	e := h.ent
+	if e != nil {
+		d = e.delay
+		if e.auto {
+			d = max(d, h.adapt)
+		}
+	}
+	if h.crawl > 0 && (e == nil || !e.ignoreCrawl) {
+		d = max(d, h.crawl)
+	}
+	return d
+}
+
+// par is the most requests in flight to the host, 0 for no limit.
+func (h *host[T]) par() int {
+	e := h.ent
+	if e != nil && e.par > 0 {
+		return e.par
+	}
+	if e != nil && e.auto {
+		// The adapted delay, not a semaphore, sets the pace; until the
+		// first response there is nothing to adapt to, so probe with one.
+		if !h.learned {
+			return 1
+		}
+		return 0
+	}
+	if h.delay() > 0 || (e != nil && e.random > 0) {
+		return 1
+	}
+	return 0
+}
+
+// gap is the time from one start to the earliest next start.
+func (h *host[T]) gap() time.Duration {
+	d := h.delay()
+	if h.ent != nil && h.ent.random > 0 {
+		d += time.Duration(rand.Int64N(int64(h.ent.random)))
+	}
+	return d
+}
+
+func (h *host[T]) startAt() time.Time {
+	if h.hold.After(h.nextStart) {
+		return h.hold
+	}
+	return h.nextStart
+}
+
+// fifo is a growable ring buffer.
+type fifo[E any] struct {
+	buf  []E
+	head int
+	n    int
+}
+
+func (f *fifo[E]) len() int { return f.n }
+
+func (f *fifo[E]) push(e E) {
+	if f.n == len(f.buf) {
+		nb := make([]E, max(4, 2*len(f.buf)))
+		for i := range f.n {
+			nb[i] = f.buf[(f.head+i)%len(f.buf)]
+		}
+		f.buf, f.head = nb, 0
+	}
+	f.buf[(f.head+f.n)%len(f.buf)] = e
+	f.n++
+}
+
+func (f *fifo[E]) pop() E {
+	var zero E
+	e := f.buf[f.head]
+	f.buf[f.head] = zero
+	f.head = (f.head + 1) % len(f.buf)
+	f.n--
+	if f.n == 0 {
+		f.head = 0
+		if len(f.buf) > 64 {
+			f.buf = nil // give back a burst's memory
+		}
+	}
+	return e
+}
+
+// hlist is an intrusive doubly linked list of hosts; a host is in at most
+// one list at a time (its place says which).
+type hlist[T any] struct {
+	head, tail *host[T]
+	n          int
+}
+
+func (l *hlist[T]) pushBack(h *host[T]) {
+	h.prev, h.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = h
+	} else {
+		l.head = h
+	}
+	l.tail = h
+	l.n++
+}
+
+func (l *hlist[T]) remove(h *host[T]) {
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		l.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	} else {
+		l.tail = h.prev
+	}
+	h.prev, h.next = nil, nil
+	l.n--
+}
+
+// timedHeap is a min-heap of hosts by startAt.
+type timedHeap[T any] []*host[T]
+
+func (hp timedHeap[T]) less(i, j int) bool { return hp[i].startAt().Before(hp[j].startAt()) }
+
+func (hp timedHeap[T]) swap(i, j int) {
+	hp[i], hp[j] = hp[j], hp[i]
+	hp[i].idx, hp[j].idx = i, j
+}
+
+func (hp *timedHeap[T]) push(h *host[T]) {
+	h.idx = len(*hp)
+	*hp = append(*hp, h)
+	hp.up(h.idx)
+}
+
+func (hp *timedHeap[T]) remove(i int) {
+	s := *hp
+	last := len(s) - 1
+	if i != last {
+		s.swap(i, last)
+	}
+	s[last].idx = -1
+	s[last] = nil
+	*hp = s[:last]
+	if i != last {
+		if !hp.down(i) {
+			hp.up(i)
+		}
+	}
+}
+
+func (hp timedHeap[T]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !hp.less(i, p) {
+			return
+		}
+		hp.swap(i, p)
+		i = p
+	}
+}
+
+func (hp timedHeap[T]) down(i int) bool {
+	start := i
+	for {
+		l := 2*i + 1
+		if l >= len(hp) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(hp) && hp.less(r, l) {
+			m = r
+		}
+		if !hp.less(m, i) {
+			break
+		}
+		hp.swap(i, m)
+		i = m
+	}
+	return i > start
+}

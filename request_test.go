@@ -1,0 +1,267 @@
+package magpie
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func mustParse(t testing.TB, u string) *url.URL {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAbsoluteURL(t *testing.T) {
+	r := &Request{URL: mustParse(t, "http://h/dir/page?q=1")}
+	tests := []struct{ in, want string }{
+		{"other", "http://h/dir/other"},
+		{"/root", "http://h/root"},
+		{"#frag", ""},
+		{"http://x/y#z", "http://x/y"},
+		{"%zz", ""},
+	}
+	for _, tt := range tests {
+		if got := r.AbsoluteURL(tt.in); got != tt.want {
+			t.Errorf("AbsoluteURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestBaseHref(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector()
+	var got string
+	c.OnHTML("a", func(e *HTMLElement) { got = e.Request.AbsoluteURL(e.DOM.AttrOr("href", "")) })
+	if err := c.Visit(ts.URL + "/base"); err != nil {
+		t.Fatal(err)
+	}
+	if want := ts.URL + "/sub/page"; got != want {
+		t.Errorf("AbsoluteURL with <base href> = %q, want %q", got, want)
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	c := NewCollector()
+	ctx := NewContext()
+	ctx.Put("k", "v")
+	h := http.Header{"X-A": {"1"}}
+	r := &Request{URL: mustParse(t, "http://h/p?q=1"), Method: "POST", Depth: 3, Body: strings.NewReader("body"), Ctx: ctx, Headers: &h, Host: "vh"}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(r.Body); string(rest) != "body" {
+		t.Errorf("body after Marshal = %q, want %q", rest, "body")
+	}
+	u, err := c.UnmarshalRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(u.Body)
+	if u.URL.String() != r.URL.String() || u.Method != "POST" || u.Depth != 3 || string(body) != "body" ||
+		u.Ctx.Get("k") != "v" || u.Headers.Get("X-A") != "1" || u.Host != "vh" {
+		t.Errorf("UnmarshalRequest = %+v, want the marshalled request", u)
+	}
+	if _, err := c.UnmarshalRequest([]byte("{")); !errors.Is(err, ErrUndecodableRequest) {
+		t.Errorf("UnmarshalRequest(garbage) error = %v, want ErrUndecodableRequest", err)
+	}
+}
+
+func TestPostAndMultipart(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector(AllowURLRevisit())
+	var bodies []string
+	c.OnResponse(func(r *Response) { bodies = append(bodies, string(r.Body)) })
+	if err := c.Post(ts.URL+"/post", map[string]string{"name": "form"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PostMultipart(ts.URL+"/post", map[string][]byte{"name": []byte("multi")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 2 || bodies[0] != "POST name=form" || bodies[1] != "POST name=multi" {
+		t.Errorf("bodies = %q", bodies)
+	}
+	if ok, _ := c.HasPosted(ts.URL+"/post", map[string]string{"name": "form"}); !ok {
+		// AllowURLRevisit skips marking; check with a normal collector below.
+		t.Log("HasPosted is false with AllowURLRevisit, as expected")
+	}
+	c2 := NewCollector()
+	_ = c2.Post(ts.URL+"/post", map[string]string{"name": "x"})
+	if ok, err := c2.HasPosted(ts.URL+"/post", map[string]string{"name": "x"}); !ok || err != nil {
+		t.Errorf("HasPosted = %v, %v; want true", ok, err)
+	}
+	if ok, _ := c2.HasPosted(ts.URL+"/post", map[string]string{"name": "y"}); ok {
+		t.Error("HasPosted with another body = true, want false")
+	}
+}
+
+func TestCallbackOrderAndAbort(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector()
+	var order []string
+	c.OnRequest(func(*Request) { order = append(order, "request") })
+	c.OnRequestHeaders(func(*Request) { order = append(order, "requestHeaders") })
+	c.OnResponseHeaders(func(*Response) { order = append(order, "responseHeaders") })
+	c.OnResponse(func(*Response) { order = append(order, "response") })
+	c.OnHTML("title", func(*HTMLElement) { order = append(order, "html") })
+	c.OnXML("//title", func(*XMLElement) { order = append(order, "xml") })
+	c.OnScraped(func(*Response) { order = append(order, "scraped") })
+	if err := c.Visit(ts.URL + "/html"); err != nil {
+		t.Fatal(err)
+	}
+	want := "request requestHeaders responseHeaders response html xml scraped"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("callback order = %q, want %q", got, want)
+	}
+
+	tests := []struct {
+		name    string
+		setup   func(c *Collector)
+		wantErr error
+	}{
+		{"OnRequest", func(c *Collector) { c.OnRequest(func(r *Request) { r.Abort() }) }, nil},
+		{"OnRequestHeaders", func(c *Collector) { c.OnRequestHeaders(func(r *Request) { r.Abort() }) }, ErrAbortedBeforeRequest},
+		{"OnResponseHeaders", func(c *Collector) { c.OnResponseHeaders(func(r *Response) { r.Request.Abort() }) }, ErrAbortedAfterHeaders},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCollector()
+			tt.setup(c)
+			var responses, errs atomic.Int32
+			c.OnResponse(func(*Response) { responses.Add(1) })
+			c.OnError(func(*Response, error) { errs.Add(1) })
+			err := c.Visit(ts.URL + "/leaf?abort=" + tt.name)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("Visit error = %v, want %v", err, tt.wantErr)
+			}
+			if responses.Load() != 0 {
+				t.Error("OnResponse ran for an aborted request")
+			}
+			if want := int32(0); tt.wantErr != nil {
+				want = 1
+				if errs.Load() != want {
+					t.Errorf("OnError calls = %d, want %d", errs.Load(), want)
+				}
+			} else if errs.Load() != want {
+				t.Errorf("OnError calls = %d, want %d", errs.Load(), want)
+			}
+		})
+	}
+}
+
+func TestOnXMLDocumentAndDetach(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector(AllowURLRevisit())
+	var items []string
+	c.OnXML("//item", func(e *XMLElement) { items = append(items, e.Text) })
+	var n int
+	c.OnHTML("p", func(*HTMLElement) { n++ })
+	if err := c.Visit(ts.URL + "/xml"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(items, ",") != "1,2" {
+		t.Errorf("OnXML items = %q, want 1,2", items)
+	}
+	_ = c.Visit(ts.URL + "/html")
+	c.OnHTMLDetach("p")
+	_ = c.Visit(ts.URL + "/html")
+	if n != 2 {
+		t.Errorf("OnHTML calls = %d, want 2 (detached before the second visit)", n)
+	}
+}
+
+func TestInvalidSelectorPanicsAtRegistration(t *testing.T) {
+	for _, f := range []func(c *Collector){
+		func(c *Collector) { c.OnHTML("a[", func(*HTMLElement) {}) },
+		func(c *Collector) { c.OnXML("//a[", func(*XMLElement) {}) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("registering an invalid selector did not panic")
+				}
+			}()
+			f(NewCollector())
+		}()
+	}
+}
+
+func TestParseHTTPErrorResponseAndCookies(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector(ParseHTTPErrorResponse())
+	var status int
+	c.OnResponse(func(r *Response) {
+		if r.Request.URL.Path == "/404" {
+			status = r.StatusCode
+		}
+	})
+	var got string
+	c.OnResponse(func(r *Response) {
+		if r.Request.URL.Path == "/getcookie" {
+			got = string(r.Body)
+		}
+	})
+	if err := c.Visit(ts.URL + "/404"); err != nil || status != 404 {
+		t.Errorf("Visit(/404) with ParseHTTPErrorResponse = %v, status %d; want nil, 404", err, status)
+	}
+	_ = c.Visit(ts.URL + "/setcookie")
+	_ = c.Visit(ts.URL + "/getcookie")
+	if got != "s1" {
+		t.Errorf("cookie sent back = %q, want s1", got)
+	}
+	if cs := c.Cookies(ts.URL); len(cs) != 1 || cs[0].Value != "s1" {
+		t.Errorf("Cookies() = %v, want session=s1", cs)
+	}
+	c.DisableCookies()
+	if err := c.SetCookies(ts.URL, nil); !errors.Is(err, ErrNoCookieJar) {
+		t.Errorf("SetCookies without jar error = %v, want ErrNoCookieJar", err)
+	}
+}
+
+func TestRetryPolicy(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector(RetryPolicy(RetryOptions{MaxAttempts: 3, BaseDelay: 1, MaxDelay: 2}))
+	var got error
+	c.OnError(func(r *Response, err error) { got = err })
+	err := c.Visit(ts.URL + "/500")
+	var re *RetryError
+	if !errors.As(err, &re) || re.Attempts != 3 || !errors.As(got, &re) {
+		t.Errorf("Visit(/500) error = %v, OnError %v; want *RetryError with 3 attempts", err, got)
+	}
+	if n := ts.count("/500"); n != 3 {
+		t.Errorf("/500 fetched %d times, want 3", n)
+	}
+	if err := c.Visit(ts.URL + "/404"); errors.As(err, &re) {
+		t.Errorf("Visit(/404) error = %v, want no retry", err)
+	}
+}
+
+func TestRequestRetry(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector()
+	var tries atomic.Int32
+	c.OnError(func(r *Response, err error) {
+		if tries.Add(1) < 3 {
+			if err := r.Request.Retry(); err != nil {
+				t.Errorf("Retry() error = %v", err)
+			}
+		}
+	})
+	_ = c.Visit(ts.URL + "/404")
+	c.Wait()
+	if n := ts.count("/404"); n != 3 {
+		t.Errorf("/404 fetched %d times, want 3", n)
+	}
+	r := &Request{Body: io.NopCloser(strings.NewReader("x")), collector: c}
+	if err := r.Retry(); !errors.Is(err, ErrRetryBodyUnseekable) {
+		t.Errorf("Retry() with unseekable body error = %v, want ErrRetryBodyUnseekable", err)
+	}
+}
