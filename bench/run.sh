@@ -9,8 +9,8 @@
 #   RUNS=N         runs per (scenario, impl); default 3 (QUICK: 1); medians are reported
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
 #   SCENARIOS="throughput politeness rate memory"   subset to run
-#   IMPLS="raw colly-async ..."   default: every impl the crawl binary was built with
-#   TAGS=magpie    build tags for the crawl binary (until magpie's collector is merged)
+#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries
+#   MAGPIE=0       do not build the bench/magpie module (magpie-* impls); default 1
 #   NOTE="..."     a line added under the machine description in the results
 #   OUT=path JSONL=path
 #
@@ -43,7 +43,7 @@ else
 fi
 MEM_RUNS=${MEM_RUNS:-1}
 SCENARIOS=${SCENARIOS:-"throughput politeness rate memory"}
-TAGS=${TAGS:-}
+MAGPIE=${MAGPIE:-1}
 OUT=${OUT:-$here/RESULTS.md}
 JSONL=${JSONL:-$here/results.jsonl}
 NOTE=${NOTE:-}
@@ -61,9 +61,15 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building into $bin" >&2
-go build -o "$bin/" ./cmd/site ./cmd/report
-go build ${TAGS:+-tags "$TAGS"} -o "$bin/" ./cmd/crawl
-IMPLS=${IMPLS:-$("$bin/crawl" -list)}
+go build -o "$bin/" ./cmd/site ./cmd/report ./cmd/crawl
+# magpie and Colly need incompatible gobwas/glob versions, so the magpie
+# crawlers are a second binary built from their own module.
+all_impls=$("$bin/crawl" -list)
+if [[ $MAGPIE == 1 ]]; then
+	(cd magpie && go build -o "$bin/crawl-magpie" .)
+	all_impls="$all_impls $("$bin/crawl-magpie" -list | tr ' ' '\n' | grep '^magpie-' | tr '\n' ' ')"
+fi
+IMPLS=${IMPLS:-$all_impls}
 : >"$JSONL"
 
 # start_site FLAGS... — starts the site and sets $bases (space separated) and $base (the first).
@@ -96,7 +102,9 @@ crawl() {
 	shift 5
 	curl -fsS "$base/_reset" >/dev/null
 	local res
-	res=$(timeout "$CRAWL_TIMEOUT" "$bin/crawl" -impl "$impl" -url "$base/" "$@" || true)
+	local cmd=$bin/crawl
+	[[ $impl == magpie-* ]] && cmd=$bin/crawl-magpie
+	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$impl" -url "$base/" "$@" || true)
 	[[ -n $res ]] || res="{\"impl\":\"$impl\",\"err\":\"crawl produced no result\"}"
 	local stats
 	stats=$(curl -fsS "$base/_stats")
@@ -159,7 +167,7 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) cores (${cpu:-unknown CPU}), ${mem_gb} GB RAM, $(go version | cut -d' ' -f3-)"
 	echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs per cell: $RUNS (memory: $MEM_RUNS), medians shown"
-	echo "- command: \`QUICK=$QUICK RUNS=$RUNS SCENARIOS=\"$SCENARIOS\" IMPLS=\"$IMPLS\"${TAGS:+ TAGS=$TAGS} bench/run.sh\`"
+	echo "- command: \`QUICK=$QUICK RUNS=$RUNS SCENARIOS=\"$SCENARIOS\" IMPLS=\"$(echo $IMPLS)\" bench/run.sh\`"
 	[[ -n $NOTE ]] && echo "- note: $NOTE"
 	echo
 	echo "Site and crawler share the machine. pages = 2xx responses the crawler saw; dup fetches = requests"
@@ -168,7 +176,8 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "between two request starts on one host; site pages/s = sum over hosts of (starts-1)/span."
 	echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
 	echo "of magpie-queue colly-queue). Colly politeness uses one LimitRule per host (Colly's semaphore is per"
-	echo "rule); magpie uses one \"*\" rule, Parallelism 1 per host, TotalParallelism 8."
+	echo "rule); magpie uses one \"*\" rule (Parallelism 1 per host) with Workers(8) (async) or 8 queue threads."
+	echo "magpie-async also sets Workers(P) in every scenario: its download pool is fixed (16 by default)."
 	echo
 	"$bin/report" <"$JSONL"
 } >"$OUT"
