@@ -44,6 +44,7 @@ type hostStats struct {
 	MaxInflight float64 `json:"max_inflight"`
 	PageStarts  float64 `json:"page_starts"`
 	MinGapMS    float64 `json:"min_gap_ms"`
+	P05GapMS    float64 `json:"p05_gap_ms"`
 	SpanS       float64 `json:"span_s"`
 	NewConns    float64 `json:"new_conns"`
 }
@@ -63,6 +64,7 @@ type row struct {
 	wall, pps, cpu, rss   float64
 	conns                 float64
 	minGap                float64 // smallest start gap on any host, ms
+	p05Gap                float64 // smallest 5th-percentile start gap of any host, ms
 	hostInflight          float64 // most requests in flight on one host
 	inflight              float64 // most requests in flight on the whole site
 	siteRate              float64 // page starts per second seen by the site
@@ -136,6 +138,7 @@ func summarize(scenario, label, impl string, recs []record) *row {
 	r.conns = med(func(x record) float64 { return x.Site.Total.NewConns })
 	r.inflight = med(func(x record) float64 { return x.Site.Total.MaxInflight })
 	r.minGap = med(func(x record) float64 { return x.Site.Total.MinGapMS })
+	r.p05Gap = med(func(x record) float64 { return x.Site.Total.P05GapMS })
 	r.hostInflight = med(func(x record) float64 {
 		m := 0.0
 		for _, h := range x.Site.Hosts {
@@ -219,8 +222,8 @@ func write(w io.Writer, rows []*row) error {
 		head := "| scenario | impl | runs | pages | errors | dup fetches | wall s | pages/s | CPU s | peak RSS MB | new conns | max in flight |"
 		sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 		if polite {
-			head += " ideal pages/s | site pages/s | min start gap ms | max in flight/host |"
-			sep += "--:|--:|--:|--:|"
+			head += " ideal pages/s | site pages/s | min start gap ms | p5 start gap ms | max in flight/host |"
+			sep += "--:|--:|--:|--:|--:|"
 		}
 		head += " magpie/Colly pps / CPU / RSS | magpie/raw pps / CPU / RSS |"
 		sep += "---|---|"
@@ -237,7 +240,7 @@ func write(w io.Writer, rows []*row) error {
 			fmt.Fprintf(bw, "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f | %.1f | %.0f | %.0f |",
 				r.label, r.impl, runs, r.pages, r.errs, r.dups, r.wall, r.pps, r.cpu, r.rss, r.conns, r.inflight)
 			if polite {
-				fmt.Fprintf(bw, " %.0f | %.1f | %.1f | %.0f |", r.ideal, r.siteRate, r.minGap, r.hostInflight)
+				fmt.Fprintf(bw, " %.0f | %.1f | %.1f | %.1f | %.0f |", r.ideal, r.siteRate, r.minGap, r.p05Gap, r.hostInflight)
 			}
 			var vsColly, vsRaw string
 			if name, ok := strings.CutPrefix(r.impl, "magpie-"); ok {

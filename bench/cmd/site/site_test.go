@@ -152,8 +152,9 @@ func TestStatsCountDuplicatesNotControl(t *testing.T) {
 	if got.Requests != 6 || got.Duplicates != 1 || got.Robots != 2 || got.PageStarts != 4 || got.NewConns != 1 {
 		t.Errorf("stats = %+v, want 6 requests, 1 duplicate, 2 robots, 4 page starts, 1 new conn", got)
 	}
-	if got.MinGapMS < 0 {
-		t.Errorf("MinGapMS = %v, want >= 0 after 4 page starts", got.MinGapMS)
+	if got.MinGapMS < 0 || got.P05GapMS < got.MinGapMS || got.MedianGapMS < got.P05GapMS {
+		t.Errorf("gaps min %v, p5 %v, median %v: want 0 <= min <= p5 <= median after 4 page starts",
+			got.MinGapMS, got.P05GapMS, got.MedianGapMS)
 	}
 	resp, err := srv.Client().Get(srv.URL + "/p/99")
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 )
@@ -30,6 +31,7 @@ type hostStats struct {
 	pageStarts  int
 	first, last time.Time
 	minGap      time.Duration // meaningful once pageStarts >= 2
+	gaps        []time.Duration
 	conns       int
 }
 
@@ -51,6 +53,7 @@ func (s *stats) reset() {
 		h.requests, h.robots, h.pageStarts, h.conns = 0, 0, 0, 0
 		h.maxInflight = h.inflight
 		h.first, h.last, h.minGap = time.Time{}, time.Time{}, 0
+		h.gaps = nil
 		h.mu.Unlock()
 	}
 }
@@ -73,9 +76,11 @@ func (h *hostStats) begin(path string) (end func()) {
 		h.robots++
 	} else {
 		if h.pageStarts > 0 {
-			if gap := now.Sub(h.last); h.pageStarts == 1 || gap < h.minGap {
+			gap := now.Sub(h.last)
+			if h.pageStarts == 1 || gap < h.minGap {
 				h.minGap = gap
 			}
+			h.gaps = append(h.gaps, gap)
 		} else {
 			h.first = now
 		}
@@ -114,26 +119,32 @@ type HostReport struct {
 	MaxInflight int     `json:"max_inflight"`
 	PageStarts  int     `json:"page_starts"`
 	MinGapMS    float64 `json:"min_gap_ms"` // -1 when fewer than two page requests
-	SpanS       float64 `json:"span_s"`     // first to last page request start
+	// P05GapMS and MedianGapMS are the 5th percentile and median of the
+	// gaps between consecutive page request starts; -1 when there are none.
+	// A single small gap can be client-side jitter; a small P05 cannot.
+	P05GapMS    float64 `json:"p05_gap_ms"`
+	MedianGapMS float64 `json:"median_gap_ms"`
+	SpanS       float64 `json:"span_s"` // first to last page request start
 	NewConns    int     `json:"new_conns"`
 }
 
 // Report is the JSON served at /_stats.
 type Report struct {
 	Hosts []HostReport `json:"hosts"`
-	// Totals: sums, except MaxInflight (all hosts together), MinGapMS (the
+	// Totals: sums, except MaxInflight (all hosts together), the gaps (the
 	// smallest over hosts, -1 if none) and SpanS (the longest).
 	Total HostReport `json:"total"`
 }
 
 func (s *stats) report() Report {
 	var r Report
-	r.Total.MinGapMS = -1
+	r.Total.MinGapMS, r.Total.P05GapMS, r.Total.MedianGapMS = -1, -1, -1
 	for _, h := range s.hosts {
 		h.mu.Lock()
 		hr := HostReport{
 			Base: h.base, Requests: h.requests, Distinct: len(h.paths), Robots: h.robots,
 			MaxInflight: h.maxInflight, PageStarts: h.pageStarts, MinGapMS: -1, NewConns: h.conns,
+			P05GapMS: -1, MedianGapMS: -1,
 		}
 		for p, n := range h.paths {
 			if n > 1 && p != "/robots.txt" {
@@ -141,8 +152,12 @@ func (s *stats) report() Report {
 			}
 		}
 		if h.pageStarts >= 2 {
-			hr.MinGapMS = float64(h.minGap) / float64(time.Millisecond)
+			hr.MinGapMS = ms(h.minGap)
 			hr.SpanS = h.last.Sub(h.first).Seconds()
+			g := slices.Clone(h.gaps)
+			slices.Sort(g)
+			hr.P05GapMS = ms(g[len(g)*5/100])
+			hr.MedianGapMS = ms(g[len(g)/2])
 		}
 		h.mu.Unlock()
 		r.Hosts = append(r.Hosts, hr)
@@ -155,15 +170,25 @@ func (s *stats) report() Report {
 		t.PageStarts += hr.PageStarts
 		t.NewConns += hr.NewConns
 		t.SpanS = max(t.SpanS, hr.SpanS)
-		if hr.MinGapMS >= 0 && (t.MinGapMS < 0 || hr.MinGapMS < t.MinGapMS) {
-			t.MinGapMS = hr.MinGapMS
-		}
+		t.MinGapMS = minGap(t.MinGapMS, hr.MinGapMS)
+		t.P05GapMS = minGap(t.P05GapMS, hr.P05GapMS)
+		t.MedianGapMS = minGap(t.MedianGapMS, hr.MedianGapMS)
 	}
 	s.mu.Lock()
 	r.Total.MaxInflight = s.maxInflight
 	s.mu.Unlock()
 	r.Total.Base = "all"
 	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// minGap returns the smaller of two gaps, where -1 means none.
+func minGap(a, b float64) float64 {
+	if a < 0 || (b >= 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (s *stats) json() []byte {
