@@ -1,0 +1,255 @@
+// Command report turns the JSON lines written by run.sh (one per crawl: the
+// crawl command's result and the site's /_stats) into markdown tables of
+// medians, one table per scenario, with magpie's ratios to Colly and raw.
+//
+// Usage: report < results.jsonl > tables.md
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// record is one line of run.sh output.
+type record struct {
+	Scenario string  `json:"scenario"` // throughput, politeness, rate, memory
+	Label    string  `json:"label"`    // the scenario's parameters, e.g. "lat=0ms P=8"
+	IdealPPS float64 `json:"ideal_pps"`
+	Run      int     `json:"run"`
+	Crawl    crawl   `json:"crawl"`
+	Site     site    `json:"site"`
+}
+
+type crawl struct {
+	Impl      string  `json:"impl"`
+	Pages     float64 `json:"pages"`
+	Errors    float64 `json:"errors"`
+	WallS     float64 `json:"wall_s"`
+	PagesPerS float64 `json:"pages_per_s"`
+	CPUS      float64 `json:"cpu_s"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	TimedOut  bool    `json:"timed_out"`
+	Err       string  `json:"err"`
+}
+
+type hostStats struct {
+	Requests    float64 `json:"requests"`
+	Duplicates  float64 `json:"duplicates"`
+	MaxInflight float64 `json:"max_inflight"`
+	PageStarts  float64 `json:"page_starts"`
+	MinGapMS    float64 `json:"min_gap_ms"`
+	P05GapMS    float64 `json:"p05_gap_ms"`
+	SpanS       float64 `json:"span_s"`
+	NewConns    float64 `json:"new_conns"`
+}
+
+type site struct {
+	Hosts []hostStats `json:"hosts"`
+	Total hostStats   `json:"total"`
+}
+
+// row is the medians of every run of one implementation in one scenario.
+type row struct {
+	scenario, label, impl string
+	ideal                 float64
+	runs                  int
+	failed                int
+	pages, dups, errs     float64
+	wall, pps, cpu, rss   float64
+	conns                 float64
+	minGap                float64 // smallest start gap on any host, ms
+	p05Gap                float64 // smallest 5th-percentile start gap of any host, ms
+	hostInflight          float64 // most requests in flight on one host
+	inflight              float64 // most requests in flight on the whole site
+	siteRate              float64 // page starts per second seen by the site
+}
+
+func main() {
+	rows, err := load(os.Stdin)
+	if err == nil {
+		err = write(os.Stdout, rows)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+func load(r io.Reader) ([]*row, error) {
+	type key struct{ scenario, label, impl string }
+	groups := map[key][]record{}
+	var order []key
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var rec record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		k := key{rec.Scenario, rec.Label, rec.Crawl.Impl}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(order) == 0 {
+		return nil, errors.New("no records")
+	}
+	rows := make([]*row, 0, len(order))
+	for _, k := range order {
+		rows = append(rows, summarize(k.scenario, k.label, k.impl, groups[k]))
+	}
+	return rows, nil
+}
+
+func summarize(scenario, label, impl string, recs []record) *row {
+	r := &row{scenario: scenario, label: label, impl: impl, ideal: recs[0].IdealPPS, runs: len(recs)}
+	med := func(f func(record) float64) float64 {
+		v := make([]float64, len(recs))
+		for i, rec := range recs {
+			v[i] = f(rec)
+		}
+		return median(v)
+	}
+	for _, rec := range recs {
+		if rec.Crawl.TimedOut || rec.Crawl.Err != "" {
+			r.failed++
+		}
+	}
+	r.pages = med(func(x record) float64 { return x.Crawl.Pages })
+	r.errs = med(func(x record) float64 { return x.Crawl.Errors })
+	r.dups = med(func(x record) float64 { return x.Site.Total.Duplicates })
+	r.wall = med(func(x record) float64 { return x.Crawl.WallS })
+	r.pps = med(func(x record) float64 { return x.Crawl.PagesPerS })
+	r.cpu = med(func(x record) float64 { return x.Crawl.CPUS })
+	r.rss = med(func(x record) float64 { return x.Crawl.PeakRSSMB })
+	r.conns = med(func(x record) float64 { return x.Site.Total.NewConns })
+	r.inflight = med(func(x record) float64 { return x.Site.Total.MaxInflight })
+	r.minGap = med(func(x record) float64 { return x.Site.Total.MinGapMS })
+	r.p05Gap = med(func(x record) float64 { return x.Site.Total.P05GapMS })
+	r.hostInflight = med(func(x record) float64 {
+		m := 0.0
+		for _, h := range x.Site.Hosts {
+			m = max(m, h.MaxInflight)
+		}
+		return m
+	})
+	r.siteRate = med(func(x record) float64 {
+		// Every host is crawled over the same span, so the site's rate is
+		// the sum of the hosts' own rates.
+		sum := 0.0
+		for _, h := range x.Site.Hosts {
+			if h.SpanS > 0 {
+				sum += (h.PageStarts - 1) / h.SpanS
+			}
+		}
+		return sum
+	})
+	return r
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// peer returns the row magpie's row is compared with: the Colly program of the
+// same shape, or raw.
+func peer(rows []*row, r *row, impl string) *row {
+	for _, o := range rows {
+		if o.scenario == r.scenario && o.label == r.label && o.impl == impl {
+			return o
+		}
+	}
+	return nil
+}
+
+// ratio formats a/b of pages/s, CPU s and RSS as "pps× cpu× rss×".
+func ratio(a, b *row) string {
+	if a == nil || b == nil {
+		return ""
+	}
+	f := func(x, y float64) string {
+		if y == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", x/y)
+	}
+	return f(a.pps, b.pps) + " / " + f(a.cpu, b.cpu) + " / " + f(a.rss, b.rss)
+}
+
+var titles = map[string]string{
+	"throughput": "Throughput",
+	"politeness": "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
+	"rate":       "Rate accuracy (one host; ideal = 1 / Delay)",
+	"memory":     "Memory",
+}
+
+func write(w io.Writer, rows []*row) error {
+	var scenarios []string
+	for _, r := range rows {
+		if !slices.Contains(scenarios, r.scenario) {
+			scenarios = append(scenarios, r.scenario)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, sc := range scenarios {
+		polite := sc == "politeness" || sc == "rate"
+		title := titles[sc]
+		if title == "" {
+			title = sc
+		}
+		fmt.Fprintf(bw, "### %s\n\n", title)
+		head := "| scenario | impl | runs | pages | errors | dup fetches | wall s | pages/s | CPU s | peak RSS MB | new conns | max in flight |"
+		sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		if polite {
+			head += " ideal pages/s | site pages/s | min start gap ms | p5 start gap ms | max in flight/host |"
+			sep += "--:|--:|--:|--:|--:|"
+		}
+		head += " magpie/Colly pps / CPU / RSS | magpie/raw pps / CPU / RSS |"
+		sep += "---|---|"
+		fmt.Fprintln(bw, head)
+		fmt.Fprintln(bw, sep)
+		for _, r := range rows {
+			if r.scenario != sc {
+				continue
+			}
+			runs := fmt.Sprint(r.runs)
+			if r.failed > 0 {
+				runs += fmt.Sprintf(" (%d failed)", r.failed)
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f | %.1f | %.0f | %.0f |",
+				r.label, r.impl, runs, r.pages, r.errs, r.dups, r.wall, r.pps, r.cpu, r.rss, r.conns, r.inflight)
+			if polite {
+				fmt.Fprintf(bw, " %.0f | %.1f | %.1f | %.1f | %.0f |", r.ideal, r.siteRate, r.minGap, r.p05Gap, r.hostInflight)
+			}
+			var vsColly, vsRaw string
+			if name, ok := strings.CutPrefix(r.impl, "magpie-"); ok {
+				vsColly = ratio(r, peer(rows, r, "colly-"+name))
+				vsRaw = ratio(r, peer(rows, r, "raw"))
+			}
+			fmt.Fprintf(bw, " %s | %s |\n", vsColly, vsRaw)
+		}
+		fmt.Fprintln(bw)
+	}
+	return bw.Flush()
+}

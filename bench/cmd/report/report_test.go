@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	lines := []string{
+		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"colly-async","pages":100,"pages_per_s":100,"cpu_s":2,"peak_rss_mb":40},"site":{"total":{"duplicates":2,"new_conns":9}}}`,
+		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":150,"cpu_s":1,"peak_rss_mb":20},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":2,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":250,"cpu_s":1,"peak_rss_mb":20},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":3,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":200,"cpu_s":1,"peak_rss_mb":20,"timed_out":true},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"raw","pages":100,"pages_per_s":400,"cpu_s":0.5,"peak_rss_mb":10},"site":{"total":{}}}`,
+	}
+	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	var b strings.Builder
+	if err := write(&b, rows); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| L | magpie-async | 3 (1 failed) | 100 | 0 | 0 | 0.00 | 200 |", // median pages/s of 150, 250, 200
+		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                    // ratios to colly-async and raw
+		"| L | colly-async | 1 | 100 | 0 | 2 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q; got:\n%s", want, out)
+		}
+	}
+	if _, err := load(strings.NewReader("not json\n")); err == nil {
+		t.Errorf("load(garbage) error = nil, want an error")
+	}
+	if _, err := load(strings.NewReader("")); err == nil {
+		t.Errorf("load(empty) error = nil, want an error")
+	}
+}

@@ -1,0 +1,200 @@
+// Command site serves a deterministic synthetic web site on 127.0.0.1 for
+// crawler benchmarks, and records what the crawler did to it.
+//
+// Every page is a function of (-seed, host, page number), so two runs with the
+// same flags serve byte-identical sites. Page 0 of each host is "/", page i is
+// "/p/i". Page i links to page i+1 (so every page is reachable from the first
+// host's "/"), to K-3 pseudo-random pages (in multi-host mode some of them on
+// other hosts, and the last page of host h links to "/" of host h+1), repeats
+// one of its links (a duplicate) and links one external URL on a host that is
+// never served (external.invalid): a correct crawler restricted to 127.0.0.1
+// fetches each page exactly once and never leaves the site.
+//
+// The server counts, per host, requests per path (so duplicate fetches show),
+// the most requests in flight at once, the smallest gap between two request
+// starts, and new TCP connections (each counted at its first crawler request,
+// so the control connections are not). GET /_stats returns them as JSON; GET
+// /_reset clears them; neither is counted. When every listener is ready the
+// base URLs are printed on one line of stdout, separated by spaces.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	pages     int
+	sizeKB    int
+	links     int
+	seed      uint64
+	latency   time.Duration
+	errorRate float64
+	hosts     int
+	robots    bool
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.pages, "pages", 1000, "pages per host")
+	flag.IntVar(&cfg.sizeKB, "size", 16, "approximate page size in KB")
+	flag.IntVar(&cfg.links, "links", 10, "links per page (at least 3: next, duplicate, external)")
+	flag.Uint64Var(&cfg.seed, "seed", 1, "PRNG seed; same seed and flags serve the same site")
+	flag.DurationVar(&cfg.latency, "latency", 0, "delay before each page response")
+	flag.Float64Var(&cfg.errorRate, "error-rate", 0, "fraction of pages (fixed by the seed) answered with 500")
+	flag.IntVar(&cfg.hosts, "hosts", 1, "number of hosts, each a listener on its own port of 127.0.0.1")
+	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
+	flag.Parse()
+	if err := cfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "site:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		log.Fatalf("site: %v", err)
+	}
+}
+
+func (c config) check() error {
+	switch {
+	case c.pages < 1:
+		return errors.New("-pages must be at least 1")
+	case c.sizeKB < 0:
+		return errors.New("-size must not be negative")
+	case c.links < 3:
+		return errors.New("-links must be at least 3")
+	case c.hosts < 1:
+		return errors.New("-hosts must be at least 1")
+	case c.errorRate < 0 || c.errorRate > 1:
+		return errors.New("-error-rate must be in [0, 1]")
+	case c.latency < 0:
+		return errors.New("-latency must not be negative")
+	}
+	return nil
+}
+
+func run(cfg config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	lns := make([]net.Listener, cfg.hosts)
+	bases := make([]string, cfg.hosts)
+	for h := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		lns[h] = ln
+		bases[h] = "http://" + ln.Addr().String()
+	}
+	st := newStats(bases)
+	gen := newGenerator(cfg, bases)
+
+	servers := make([]*http.Server, cfg.hosts)
+	var wg sync.WaitGroup
+	errc := make(chan error, cfg.hosts)
+	for h, ln := range lns {
+		srv := &http.Server{
+			Handler:           handler(cfg, gen, st, h),
+			ReadHeaderTimeout: 10 * time.Second,
+			ConnContext:       connContext,
+		}
+		servers[h] = srv
+		wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		})
+	}
+	fmt.Println(strings.Join(bases, " "))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	wg.Wait()
+	return err
+}
+
+type connKey struct{}
+
+// connInfo is per TCP connection; counted is set by its first crawler request.
+type connInfo struct{ counted atomic.Bool }
+
+// connContext gives each connection a connInfo. A connection is counted
+// once, at its first crawler request, so the connections that fetch /_stats
+// and /_reset are not.
+func connContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, new(connInfo))
+}
+
+func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
+	hs := st.hosts[h]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/_stats":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(st.json())
+			return
+		case "/_reset":
+			st.reset()
+			_, _ = w.Write([]byte("ok\n"))
+			return
+		}
+		if ci, ok := r.Context().Value(connKey{}).(*connInfo); ok && !ci.counted.Swap(true) {
+			hs.newConn()
+		}
+		done := hs.begin(r.URL.Path)
+		defer done()
+
+		if r.URL.Path == "/robots.txt" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write(gen.robotsTxt())
+			return
+		}
+		page, kind := gen.pageNumber(r.URL.Path)
+		if kind == kindNone {
+			http.NotFound(w, r)
+			return
+		}
+		if cfg.latency > 0 {
+			t := time.NewTimer(cfg.latency)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		var body []byte
+		switch {
+		case kind == kindPrivate:
+			body = gen.privatePage(page)
+		case gen.fails(h, page):
+			http.Error(w, "synthetic failure", http.StatusInternalServerError)
+			return
+		default:
+			body = gen.page(h, page)
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		_, _ = w.Write(body)
+	})
+}

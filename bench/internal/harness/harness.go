@@ -1,0 +1,177 @@
+// Package harness is what every crawl command of the benchmark shares: the
+// configuration, the counters, the command-line front end that prints one JSON
+// line of results, and the raw net/http baseline crawler.
+//
+// Colly and magpie cannot be linked into one binary (they need incompatible
+// versions of github.com/gobwas/glob), so bench/cmd/crawl (raw, Colly) and the
+// bench/magpie module (raw, magpie) are two commands over this package.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Config is what every implementation is given.
+type Config struct {
+	// Seed is the start URL.
+	Seed string
+	// P is the parallelism: workers, queue threads, LimitRule Parallelism.
+	P int
+	// Delay is the least time between two request starts to one host
+	// (Colly: the sleep after each response while holding the slot).
+	Delay time.Duration
+	// HostPar is the most requests in flight to one host; P when not set.
+	HostPar int
+	// Polite is set when -delay or -host-par asks for per-host limits.
+	Polite bool
+	// Hosts are the host:port of every host of the site, the seed's first.
+	Hosts []string
+	// Allowed are the hostnames (no port) a crawler may visit.
+	Allowed []string
+}
+
+// Counters are what every implementation reports. Safe for concurrent use.
+type Counters struct {
+	Pages  atomic.Int64 // 2xx responses
+	Errors atomic.Int64 // transport errors and non-2xx responses
+}
+
+// CrawlFunc crawls the site described by cfg until done or ctx ends.
+type CrawlFunc func(ctx context.Context, cfg Config, n *Counters) error
+
+// Result is the JSON line a crawl command prints on stdout.
+type Result struct {
+	Impl      string  `json:"impl"`
+	P         int     `json:"p"`
+	Pages     int64   `json:"pages"`
+	Errors    int64   `json:"errors"`
+	WallS     float64 `json:"wall_s"`
+	PagesPerS float64 `json:"pages_per_s"`
+	CPUS      float64 `json:"cpu_s"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	TimedOut  bool    `json:"timed_out,omitempty"`
+	Err       string  `json:"err,omitempty"`
+}
+
+// Main is a crawl command: it parses the flags, runs the chosen
+// implementation once and prints its Result. It exits 1 when the crawl
+// failed or timed out, 2 on bad flags.
+func Main(impls map[string]CrawlFunc) {
+	var (
+		impl    = flag.String("impl", "raw", "implementation: "+strings.Join(Names(impls), "|"))
+		p       = flag.Int("p", 8, "parallelism: workers, queue threads, LimitRule Parallelism")
+		seed    = flag.String("url", "", "start URL (required)")
+		delay   = flag.Duration("delay", 0, "per-host delay between request starts")
+		hostPar = flag.Int("host-par", 0, "per-host parallelism (0: -p); set with -delay for politeness")
+		hosts   = flag.String("hosts", "", "comma or space separated base URLs or host:port of every host of the site")
+		timeout = flag.Duration("timeout", 30*time.Minute, "give up after this long")
+		list    = flag.Bool("list", false, "print the implementations built in and exit")
+	)
+	flag.Parse()
+	if *list {
+		fmt.Println(strings.Join(Names(impls), " "))
+		return
+	}
+	cfg, err := NewConfig(*seed, *p, *delay, *hostPar, *hosts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crawl:", err)
+		os.Exit(2)
+	}
+	fn, ok := impls[*impl]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "crawl: unknown -impl %q (built: %s)\n", *impl, strings.Join(Names(impls), ", "))
+		os.Exit(2)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	var n Counters
+	start := time.Now()
+	err = fn(ctx, cfg, &n)
+	wall := time.Since(start)
+	timedOut := ctx.Err() != nil
+	cancel()
+
+	res := Result{
+		Impl: *impl, P: cfg.P, Pages: n.Pages.Load(), Errors: n.Errors.Load(),
+		WallS: wall.Seconds(), TimedOut: timedOut,
+	}
+	if wall > 0 {
+		res.PagesPerS = float64(res.Pages) / wall.Seconds()
+	}
+	var ru syscall.Rusage
+	if e := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); e == nil {
+		res.CPUS = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+		res.PeakRSSMB = float64(ru.Maxrss) / 1024 // Linux reports KiB
+	}
+	if err != nil {
+		res.Err = err.Error()
+	}
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+	if err != nil || res.TimedOut {
+		os.Exit(1)
+	}
+}
+
+func tvSeconds(tv syscall.Timeval) float64 {
+	return float64(tv.Sec) + float64(tv.Usec)/1e6
+}
+
+// Names returns the implementation names, sorted.
+func Names(impls map[string]CrawlFunc) []string {
+	names := make([]string, 0, len(impls))
+	for k := range impls {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewConfig checks the flags and builds the Config.
+func NewConfig(seed string, p int, delay time.Duration, hostPar int, hosts string) (Config, error) {
+	if seed == "" {
+		return Config{}, errors.New("-url is required")
+	}
+	u, err := url.Parse(seed)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return Config{}, fmt.Errorf("-url %q is not an absolute http(s) URL", seed)
+	}
+	if p < 1 {
+		return Config{}, errors.New("-p must be at least 1")
+	}
+	if delay < 0 || hostPar < 0 {
+		return Config{}, errors.New("-delay and -host-par must not be negative")
+	}
+	cfg := Config{Seed: seed, P: p, Delay: delay, HostPar: hostPar, Polite: delay > 0 || hostPar > 0}
+	if cfg.HostPar == 0 {
+		cfg.HostPar = p
+	}
+	cfg.Hosts = []string{u.Host}
+	for _, h := range strings.FieldsFunc(hosts, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if hu, err := url.Parse(h); err == nil && hu.Host != "" {
+			h = hu.Host
+		}
+		if !slices.Contains(cfg.Hosts, h) {
+			cfg.Hosts = append(cfg.Hosts, h)
+		}
+	}
+	for _, h := range cfg.Hosts {
+		name := (&url.URL{Host: h}).Hostname()
+		if !slices.Contains(cfg.Allowed, name) {
+			cfg.Allowed = append(cfg.Allowed, name)
+		}
+	}
+	return cfg, nil
+}

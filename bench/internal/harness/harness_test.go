@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestFrontierPoliteness(t *testing.T) {
+	tests := []struct {
+		name    string
+		hostPar int
+		delay   time.Duration
+		hosts   int
+		// wantGap is the least time between two starts on one host.
+		wantGap time.Duration
+	}{
+		{"one host delay", 2, 100 * time.Millisecond, 1, 100 * time.Millisecond},
+		{"three hosts delay", 1, 50 * time.Millisecond, 3, 50 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := Config{P: 4, Delay: tt.delay, HostPar: tt.hostPar, Polite: true, Allowed: []string{"127.0.0.1"}}
+				f := newFrontier(cfg)
+				for h := range tt.hosts {
+					for i := range 5 {
+						u, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d/p/%d", 1000+h, i))
+						f.push(u)
+					}
+				}
+				var mu sync.Mutex
+				starts := map[string][]time.Time{}
+				var wg sync.WaitGroup
+				for range cfg.P {
+					wg.Go(func() {
+						for {
+							hq, _, ok := f.next(t.Context())
+							if !ok {
+								return
+							}
+							mu.Lock()
+							starts[hq.name] = append(starts[hq.name], time.Now())
+							mu.Unlock()
+							time.Sleep(10 * time.Millisecond) // the fetch, in virtual time
+							f.done(hq)
+						}
+					})
+				}
+				wg.Wait()
+				if len(starts) != tt.hosts {
+					t.Fatalf("hosts fetched = %d, want %d", len(starts), tt.hosts)
+				}
+				for host, ts := range starts {
+					if len(ts) != 5 {
+						t.Errorf("host %s: %d starts, want 5", host, len(ts))
+					}
+					for i := 1; i < len(ts); i++ {
+						if gap := ts[i].Sub(ts[i-1]); gap < tt.wantGap {
+							t.Errorf("host %s: gap between starts %d and %d = %v, want >= %v", host, i-1, i, gap, tt.wantGap)
+						}
+					}
+					// Hosts are crawled side by side, so the crawl takes
+					// 4 gaps, not 4 gaps per host.
+					if total := ts[len(ts)-1].Sub(ts[0]); total != 4*tt.wantGap {
+						t.Errorf("host %s: first to last start = %v, want %v", host, total, 4*tt.wantGap)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	tests := []struct {
+		url, hosts  string
+		p           int
+		wantErr     bool
+		wantHosts   int
+		wantAllowed string
+	}{
+		{"http://127.0.0.1:1/", "", 4, false, 1, "127.0.0.1"},
+		{"http://127.0.0.1:1/", "http://127.0.0.1:1,127.0.0.1:2 http://127.0.0.1:3", 4, false, 3, "127.0.0.1"},
+		{"", "", 4, true, 0, ""},
+		{"/relative", "", 4, true, 0, ""},
+		{"http://127.0.0.1:1/", "", 0, true, 0, ""},
+	}
+	for _, tt := range tests {
+		cfg, err := NewConfig(tt.url, tt.p, 0, 0, tt.hosts)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("NewConfig(%q, %d, %q) error = %v, want error %v", tt.url, tt.p, tt.hosts, err, tt.wantErr)
+			continue
+		}
+		if err == nil && (len(cfg.Hosts) != tt.wantHosts || strings.Join(cfg.Allowed, ",") != tt.wantAllowed) {
+			t.Errorf("NewConfig(%q, %d, %q) = hosts %v allowed %v, want %d hosts, allowed %s",
+				tt.url, tt.p, tt.hosts, cfg.Hosts, cfg.Allowed, tt.wantHosts, tt.wantAllowed)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+module github.com/magpiecrawl/magpie/bench/magpie
+
+go 1.26.0
+
+replace (
+	github.com/magpiecrawl/magpie => ../../
+	github.com/magpiecrawl/magpie/bench => ../
+)
+
+require (
+	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie/bench v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/PuerkitoBio/goquery v1.13.0 // indirect
+	github.com/andybalholm/cascadia v1.3.4 // indirect
+	github.com/antchfx/htmlquery v1.3.7 // indirect
+	github.com/antchfx/xmlquery v1.5.2 // indirect
+	github.com/antchfx/xpath v1.3.9 // indirect
+	github.com/gobwas/glob v1.1.0 // indirect
+	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
