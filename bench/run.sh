@@ -173,7 +173,7 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "Site and crawler share the machine. pages = 2xx responses the crawler saw; dup fetches = requests"
 	echo "beyond the first for a path (robots.txt excluded); new conns = TCP connections that carried a crawler"
 	echo "request; max in flight = most requests the site was serving at once; min start gap = smallest time"
-	echo "between two request starts on one host, p5 start gap its 5th percentile (one small gap can be"
+	echo "between two request starts on one host, p5 start gap the 5th percentile of those gaps over all hosts (one small gap can be"
 	echo "client-side jitter: the site measures arrivals, and a host's first request also pays the TCP dial);"
 	echo "site pages/s = sum over hosts of (starts-1)/span."
 	echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
