@@ -14,7 +14,8 @@
 #   NOTE="..."     a line added under the machine description in the results
 #   OUT=path JSONL=path
 #
-# A full run is sized to stay near 20 minutes on 2 cores; the one exception to
+# A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
+# loaded shared machine extrapolate to 25-40 min there); the one exception to
 # the brief's sizes is throughput at latency 5 ms with P=1, which is crawled
 # with P1_LAT_PAGES pages (default 2000) because 20,000 sequential 5 ms
 # fetches take 100 s per run and implementation.
@@ -173,13 +174,15 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "Site and crawler share the machine. pages = 2xx responses the crawler saw; dup fetches = requests"
 	echo "beyond the first for a path (robots.txt excluded); new conns = TCP connections that carried a crawler"
 	echo "request; max in flight = most requests the site was serving at once; min start gap = smallest time"
-	echo "between two request starts on one host, p5 start gap its 5th percentile (one small gap can be"
+	echo "between two request starts on one host, p5 start gap the 5th percentile of those gaps over all hosts (one small gap can be"
 	echo "client-side jitter: the site measures arrivals, and a host's first request also pays the TCP dial);"
 	echo "site pages/s = sum over hosts of (starts-1)/span."
 	echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
 	echo "of magpie-queue colly-queue). Colly politeness uses one LimitRule per host (Colly's semaphore is per"
 	echo "rule); magpie uses one \"*\" rule (Parallelism 1 per host) with Workers(8) (async) or 8 queue threads."
 	echo "magpie-async also sets Workers(P) in every scenario: its download pool is fixed (16 by default)."
+	echo "In the politeness and rate tables pages/s above the ideal means the limit was broken, so a"
+	echo "magpie/Colly pages/s ratio below 1 there is Colly going too fast, not magpie being slow."
 	echo
 	"$bin/report" <"$JSONL"
 } >"$OUT"

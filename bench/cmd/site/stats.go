@@ -131,14 +131,17 @@ type HostReport struct {
 // Report is the JSON served at /_stats.
 type Report struct {
 	Hosts []HostReport `json:"hosts"`
-	// Totals: sums, except MaxInflight (all hosts together), the gaps (the
-	// smallest over hosts, -1 if none) and SpanS (the longest).
+	// Totals: sums, except MaxInflight (all hosts together), MinGapMS (the
+	// smallest over hosts), P05GapMS and MedianGapMS (over the gaps of all
+	// hosts pooled; each gap is still between starts on one host) and SpanS
+	// (the longest).
 	Total HostReport `json:"total"`
 }
 
 func (s *stats) report() Report {
 	var r Report
 	r.Total.MinGapMS, r.Total.P05GapMS, r.Total.MedianGapMS = -1, -1, -1
+	var all []time.Duration
 	for _, h := range s.hosts {
 		h.mu.Lock()
 		hr := HostReport{
@@ -155,6 +158,7 @@ func (s *stats) report() Report {
 			hr.MinGapMS = ms(h.minGap)
 			hr.SpanS = h.last.Sub(h.first).Seconds()
 			g := slices.Clone(h.gaps)
+			all = append(all, g...)
 			slices.Sort(g)
 			hr.P05GapMS = ms(g[len(g)*5/100])
 			hr.MedianGapMS = ms(g[len(g)/2])
@@ -171,8 +175,11 @@ func (s *stats) report() Report {
 		t.NewConns += hr.NewConns
 		t.SpanS = max(t.SpanS, hr.SpanS)
 		t.MinGapMS = minGap(t.MinGapMS, hr.MinGapMS)
-		t.P05GapMS = minGap(t.P05GapMS, hr.P05GapMS)
-		t.MedianGapMS = minGap(t.MedianGapMS, hr.MedianGapMS)
+	}
+	if len(all) > 0 {
+		slices.Sort(all)
+		r.Total.P05GapMS = ms(all[len(all)*5/100])
+		r.Total.MedianGapMS = ms(all[len(all)/2])
 	}
 	s.mu.Lock()
 	r.Total.MaxInflight = s.maxInflight
