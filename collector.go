@@ -1,4 +1,516 @@
 package magpie
 
-// Collector is the crawler. SKELETON: being built.
-type Collector struct{}
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/antchfx/htmlquery"
+	"github.com/antchfx/xmlquery"
+	"golang.org/x/net/html"
+
+	"github.com/magpiecrawl/magpie/limits"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// LimitRule is Colly's name for a per-host politeness rule.
+type LimitRule = limits.Rule
+
+// defaultUserAgent is sent when neither the collector nor the request sets one.
+const defaultUserAgent = "magpie - https://github.com/magpiecrawl/magpie"
+
+// defaultWorkers is the download concurrency of Visit and Wait.
+const defaultWorkers = 16
+
+// robotsTTL is how long a parsed robots.txt is trusted.
+const robotsTTL = time.Hour
+
+// Collector is a crawler: options, callbacks and the engine that runs them.
+// Create it with NewCollector; the zero value is not usable.
+//
+// The exported fields may be set after construction; they are read when a
+// crawl (a run of the engine) starts, so changing them while a crawl runs has
+// no effect until the next one. Every method is safe for concurrent use.
+type Collector struct {
+	// UserAgent is sent with requests that set no User-Agent header.
+	UserAgent string
+	// Headers are copied into requests made without explicit headers.
+	Headers *http.Header
+	// MaxDepth is the deepest request admitted (0: no limit).
+	MaxDepth int
+	// MaxRequests is the most requests admitted (0: no limit).
+	MaxRequests uint32
+	// AllowedDomains, when non-empty, are the only hostnames admitted.
+	AllowedDomains []string
+	// DisallowedDomains are hostnames never admitted.
+	DisallowedDomains []string
+	// DisallowedURLFilters refuse matching URLs.
+	DisallowedURLFilters []*regexp.Regexp
+	// URLFilters, when non-empty, admit only matching URLs.
+	URLFilters []*regexp.Regexp
+	// AllowURLRevisit turns the visited check off.
+	AllowURLRevisit bool
+	// MaxBodySize caps the decoded body in bytes (0: no limit).
+	MaxBodySize int
+	// CacheDir, when set, caches GET responses there.
+	CacheDir string
+	// CacheExpiration is the age after which a cached response is refetched (0: never).
+	CacheExpiration time.Duration
+	// IgnoreRobotsTxt turns robots.txt checks off (they are on by default).
+	IgnoreRobotsTxt bool
+	// Async makes Visit return at once; Wait lets the crawl finish.
+	Async bool
+	// ParseHTTPErrorResponse runs the success callbacks for status >= 300 too.
+	ParseHTTPErrorResponse bool
+	// ID identifies the collector.
+	ID uint32
+	// DetectCharset guesses the charset of bodies that declare none.
+	DetectCharset bool
+	// CheckHead precedes each GET with a HEAD.
+	CheckHead bool
+	// TraceHTTP fills Response.Trace.
+	TraceHTTP bool
+	// Context is the context every fetch runs under.
+	Context context.Context
+	// SortQuery sorts query parameters in visited keys.
+	SortQuery bool
+
+	logger  *slog.Logger
+	workers int
+	retry   *RetryOptions
+
+	// shared is what clones share: HTTP backend, limits, storage, robots.
+	shared *shared
+
+	// cbMu guards the callback lists.
+	cbMu sync.RWMutex
+	cbs  callbacks
+
+	// runMu guards run.
+	runMu sync.Mutex
+	run   *run
+	// inCallback holds the goroutine IDs currently running this collector's
+	// callbacks (sync mode only), so that a Visit from a callback does not wait.
+	inCallback sync.Map
+
+	requestCount  atomic.Uint32
+	responseCount atomic.Uint32
+	nextID        atomic.Uint32
+	// visitMu serialises IsVisited+Visited for stores without VisitedSet.
+	visitMu *sync.Mutex
+}
+
+// shared is the state a Collector shares with its clones.
+type shared struct {
+	backend *httpBackend
+	limiter *limits.Limiter
+	robots  *robotsCache
+	// storeMu guards store.
+	storeMu sync.RWMutex
+	store   storage.Storage
+	// redirectMu guards redirectHandler.
+	redirectMu      sync.RWMutex
+	redirectHandler func(req *http.Request, via []*http.Request) error
+}
+
+var collectorIDs atomic.Uint32
+
+// NewCollector returns a Collector with Colly's defaults except that
+// robots.txt is obeyed, then applies options in order.
+func NewCollector(options ...CollectorOption) *Collector {
+	c := &Collector{
+		UserAgent:   defaultUserAgent,
+		MaxBodySize: 10 << 20,
+		Context:     context.Background(),
+		ID:          collectorIDs.Add(1),
+		logger:      slog.New(slog.DiscardHandler),
+		workers:     defaultWorkers,
+		visitMu:     &sync.Mutex{},
+	}
+	st := &storage.InMemoryStorage{}
+	_ = st.Init() // in-memory Init cannot fail
+	c.shared = &shared{limiter: limits.New(), store: st}
+	c.shared.backend = newHTTPBackend(c.shared)
+	c.shared.robots = newRobotsCache(robotsTTL, c.fetchRobots)
+	for _, o := range options {
+		o(c)
+	}
+	return c
+}
+
+// Clone returns a collector with the same settings that shares the HTTP
+// client, limit rules, storage, robots cache and visited set, but has no
+// callbacks and runs its own crawls (Wait on it separately).
+func (c *Collector) Clone() *Collector {
+	n := &Collector{
+		UserAgent:              c.UserAgent,
+		MaxDepth:               c.MaxDepth,
+		MaxRequests:            c.MaxRequests,
+		AllowedDomains:         c.AllowedDomains,
+		DisallowedDomains:      c.DisallowedDomains,
+		DisallowedURLFilters:   c.DisallowedURLFilters,
+		URLFilters:             c.URLFilters,
+		AllowURLRevisit:        c.AllowURLRevisit,
+		MaxBodySize:            c.MaxBodySize,
+		CacheDir:               c.CacheDir,
+		CacheExpiration:        c.CacheExpiration,
+		IgnoreRobotsTxt:        c.IgnoreRobotsTxt,
+		Async:                  c.Async,
+		ParseHTTPErrorResponse: c.ParseHTTPErrorResponse,
+		ID:                     collectorIDs.Add(1),
+		DetectCharset:          c.DetectCharset,
+		CheckHead:              c.CheckHead,
+		TraceHTTP:              c.TraceHTTP,
+		Context:                c.Context,
+		SortQuery:              c.SortQuery,
+		logger:                 c.logger,
+		workers:                c.workers,
+		retry:                  c.retry,
+		shared:                 c.shared,
+		visitMu:                c.visitMu,
+	}
+	if c.Headers != nil {
+		h := c.Headers.Clone()
+		n.Headers = &h
+	}
+	return n
+}
+
+// Limit adds a politeness rule; the rules are shared with clones.
+func (c *Collector) Limit(rule *LimitRule) error { return c.shared.limiter.Add(rule) }
+
+// Limits adds several politeness rules, all or none.
+func (c *Collector) Limits(rules []*LimitRule) error { return c.shared.limiter.Add(rules...) }
+
+// SetStorage replaces the visited set and cookie store (shared with clones)
+// after calling its Init. Cookies then live in s.
+func (c *Collector) SetStorage(s storage.Storage) error {
+	if err := s.Init(); err != nil {
+		return err
+	}
+	c.shared.storeMu.Lock()
+	c.shared.store = s
+	c.shared.storeMu.Unlock()
+	c.shared.backend.setJar(&storageJar{store: s})
+	return nil
+}
+
+func (c *Collector) storage() storage.Storage {
+	c.shared.storeMu.RLock()
+	defer c.shared.storeMu.RUnlock()
+	return c.shared.store
+}
+
+// SetRedirectHandler sets a function that decides on each redirect after
+// magpie's own checks passed; it works like http.Client.CheckRedirect.
+func (c *Collector) SetRedirectHandler(f func(req *http.Request, via []*http.Request) error) {
+	c.shared.redirectMu.Lock()
+	c.shared.redirectHandler = f
+	c.shared.redirectMu.Unlock()
+}
+
+// Visit fetches u (GET, depth 1). In sync mode it returns when the crawl it
+// started is done, with the request's own error; from inside a callback, and
+// in async mode, it returns once the request is admitted.
+func (c *Collector) Visit(u string) error {
+	return c.scrape(u, http.MethodGet, 1, nil, nil, nil, true)
+}
+
+// Head makes a HEAD request to u; HEAD requests skip the visited check.
+func (c *Collector) Head(u string) error {
+	return c.scrape(u, http.MethodHead, 1, nil, nil, nil, false)
+}
+
+// Post makes a form POST of data to u.
+func (c *Collector) Post(u string, data map[string]string) error {
+	return c.scrape(u, http.MethodPost, 1, formReader(data), nil, nil, true)
+}
+
+// PostRaw makes a POST of data to u.
+func (c *Collector) PostRaw(u string, data []byte) error {
+	return c.scrape(u, http.MethodPost, 1, bytes.NewReader(data), nil, nil, true)
+}
+
+// PostMultipart makes a multipart/form-data POST of parts to u.
+func (c *Collector) PostMultipart(u string, parts map[string][]byte) error {
+	body, ct, err := multipartBody(parts)
+	if err != nil {
+		return err
+	}
+	h := c.defaultHeaders()
+	h.Set("Content-Type", ct)
+	return c.scrape(u, http.MethodPost, 1, bytes.NewReader(body), nil, h, true)
+}
+
+// Request makes a request with any method. A nil ctx gets a new Context, a
+// nil hdr the collector's Headers.
+func (c *Collector) Request(method, u string, body io.Reader, ctx *Context, hdr http.Header) error {
+	return c.scrape(u, method, 1, body, ctx, hdr, true)
+}
+
+// HasVisited reports whether a GET of u has been admitted.
+func (c *Collector) HasVisited(u string) (bool, error) {
+	return c.checkVisited(http.MethodGet, u, nil)
+}
+
+// HasPosted reports whether a form POST of data to u has been admitted.
+func (c *Collector) HasPosted(u string, data map[string]string) (bool, error) {
+	b, _ := io.ReadAll(formReader(data))
+	return c.checkVisited(http.MethodPost, u, b)
+}
+
+func (c *Collector) checkVisited(method, u string, body []byte) (bool, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false, err
+	}
+	return c.storage().IsVisited(requestKey(method, canonicalURL(p, c.SortQuery), body))
+}
+
+// UnmarshalRequest rebuilds a Request from Request.Marshal's output. The
+// request gets a new ID and belongs to c.
+func (c *Collector) UnmarshalRequest(data []byte) (*Request, error) {
+	return c.unmarshalRequest(data)
+}
+
+// String reports counters, as Colly does.
+func (c *Collector) String() string {
+	c.cbMu.RLock()
+	n := c.cbs.count()
+	c.cbMu.RUnlock()
+	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
+		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
+}
+
+// Stats are a collector's counters, safe to read during a crawl.
+type Stats struct {
+	// Requests is how many requests were admitted.
+	Requests uint32 `json:"requests"`
+	// Responses is how many responses were received.
+	Responses uint32 `json:"responses"`
+}
+
+// Stats returns the collector's counters.
+func (c *Collector) Stats() Stats {
+	return Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load()}
+}
+
+func (c *Collector) defaultHeaders() http.Header {
+	if c.Headers == nil {
+		return http.Header{}
+	}
+	return c.Headers.Clone()
+}
+
+// scrape builds a request and admits it; it is the one entry of every
+// request into a crawl.
+func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header, checkRevisit bool) error {
+	req, err := c.newRequest(u, method, depth, body, ctx, hdr)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	req.checkRevisit = checkRevisit
+	return c.submit(req)
+}
+
+// newRequest builds a request; on error it still returns a request (with
+// whatever could be parsed) so that OnError can be told which one failed.
+func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	if ctx == nil {
+		ctx = NewContext()
+	}
+	if hdr == nil {
+		hdr = c.defaultHeaders()
+	}
+	req := &Request{
+		Method:    method,
+		Headers:   &hdr,
+		Ctx:       ctx,
+		Depth:     depth,
+		ID:        c.nextID.Add(1),
+		collector: c,
+		stdCtx:    c.Context,
+		attempt:   1,
+	}
+	if h := hdr.Get("Host"); h != "" {
+		req.Host = h
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		req.URL = &url.URL{Path: u}
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	req.URL = p
+	if body != nil {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return req, fmt.Errorf("reading request body: %w", err)
+		}
+		req.bodyBytes = b
+		req.Body = bytes.NewReader(b)
+	}
+	return req, nil
+}
+
+// submit admits req and hands it to the running crawl. In sync mode, outside
+// callbacks, it then waits for the crawl to finish.
+func (c *Collector) submit(req *Request) error {
+	cfg := c.config()
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	r, err := c.enqueue(req, time.Time{})
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	if cfg.async || c.callingFromCallback() {
+		return nil
+	}
+	c.waitRun(r)
+	return req.err
+}
+
+// refuse delivers a refusal to OnError with a Response that names the request.
+func (c *Collector) refuse(req *Request, err error) {
+	c.logger.Debug("request refused", "url", req.URL.String(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
+	c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+}
+
+// analyze is the analysis stage of one response: OnError, or OnResponse,
+// OnHTML, OnXML and OnScraped; then the request is finished. Children that
+// callbacks admit are counted before their parent finishes, so the crawl
+// cannot look idle in between.
+func (c *Collector) analyze(r *run, resp *Response) {
+	req := resp.Request
+	if resp.aborted {
+		r.finish(req, nil)
+		return
+	}
+	if resp.err != nil {
+		if r.maybeRetry(resp) {
+			return
+		}
+		err := resp.err
+		if req.attempt > 1 {
+			err = &RetryError{Attempts: req.attempt, Err: err}
+		}
+		c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		c.handleOnError(resp, err)
+		r.finish(req, err)
+		return
+	}
+	c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	cbs := c.snapshotCallbacks()
+	var firstErr error
+	report := func(err error) {
+		if err == nil {
+			return
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		c.handleOnError(resp, err)
+	}
+	for _, f := range cbs.response {
+		report(c.safely("OnResponse", func() { f(resp) }))
+	}
+	c.runDocumentCallbacks(cbs, resp, report)
+	for _, f := range cbs.scraped {
+		report(c.safely("OnScraped", func() { f(resp) }))
+	}
+	if slices.ContainsFunc(cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() }) ||
+		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
+		c.purgeDetached()
+	}
+	r.finish(req, firstErr)
+}
+
+// runDocumentCallbacks runs OnHTML and OnXML. An HTML body is parsed once and
+// shared by goquery and htmlquery; XML bodies go to xmlquery.
+func (c *Collector) runDocumentCallbacks(cbs callbacks, resp *Response, report func(error)) {
+	if len(cbs.html) == 0 && len(cbs.xml) == 0 {
+		return
+	}
+	ct := ""
+	if resp.Headers != nil {
+		ct = strings.ToLower(resp.Headers.Get("Content-Type"))
+	}
+	if ct == "" {
+		ct = http.DetectContentType(resp.Body)
+	}
+	req := resp.Request
+	path := strings.ToLower(req.URL.Path)
+	isHTML := strings.Contains(ct, "text/html") || strings.Contains(ct, "application/xhtml+xml")
+	isXML := !isHTML && (strings.Contains(ct, "xml") || strings.HasSuffix(path, ".xml") || strings.HasSuffix(path, ".xml.gz"))
+	switch {
+	case isHTML:
+		root, err := html.Parse(bytes.NewReader(resp.Body))
+		if err != nil {
+			report(fmt.Errorf("parsing HTML: %w", err))
+			return
+		}
+		doc := goquery.NewDocumentFromNode(root)
+		if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+			if b, err := req.URL.Parse(strings.TrimSpace(href)); err == nil {
+				req.baseURL = b
+			}
+		}
+		for _, cb := range cbs.html {
+			i := 0
+			doc.FindMatcher(cb.matcher).Each(func(_ int, s *goquery.Selection) {
+				for _, n := range s.Nodes {
+					if cb.detached.Load() {
+						return
+					}
+					e := NewHTMLElementFromSelectionNode(resp, s, n, i)
+					i++
+					report(c.safely("OnHTML", func() { cb.fn(e) }))
+				}
+			})
+		}
+		for _, cb := range cbs.xml {
+			for i, n := range htmlquery.QuerySelectorAll(root, cb.expr) {
+				if cb.detached.Load() {
+					break
+				}
+				e := NewXMLElementFromHTMLNode(resp, n)
+				e.Index = i
+				report(c.safely("OnXML", func() { cb.fn(e) }))
+			}
+		}
+	case isXML && len(cbs.xml) > 0:
+		doc, err := xmlquery.Parse(bytes.NewReader(resp.Body))
+		if err != nil {
+			report(fmt.Errorf("parsing XML: %w", err))
+			return
+		}
+		for _, cb := range cbs.xml {
+			for i, n := range xmlquery.QuerySelectorAll(doc, cb.expr) {
+				if cb.detached.Load() {
+					break
+				}
+				e := NewXMLElementFromXMLNode(resp, n)
+				e.Index = i
+				report(c.safely("OnXML", func() { cb.fn(e) }))
+			}
+		}
+	}
+}

@@ -73,3 +73,61 @@ func (e *HTTPError) Error() string {
 	}
 	return e.Status
 }
+
+// More sentinels, beyond Colly's.
+var (
+	// ErrInvalidURL is returned when a URL cannot be parsed.
+	ErrInvalidURL = errors.New("invalid URL")
+	// ErrUnsupportedScheme is returned for URLs whose scheme is not http or https.
+	ErrUnsupportedScheme = errors.New("unsupported URL scheme")
+	// ErrCallbackPanic is wrapped by the error delivered to OnError when a
+	// callback panicked; the crawl goes on.
+	ErrCallbackPanic = errors.New("callback panicked")
+	// ErrStopped is returned for requests that were admitted but discarded by Stop.
+	ErrStopped = errors.New("collector stopped")
+	// ErrTooManyRedirects is returned when a request is redirected more than 10 times.
+	ErrTooManyRedirects = errors.New("stopped after 10 redirects")
+	// ErrUndecodableRequest is wrapped by the error RunQueue reports for a queue
+	// entry that Request.Marshal did not produce.
+	ErrUndecodableRequest = errors.New("undecodable queued request")
+)
+
+// CallbackPanicError is the error for a recovered callback panic; errors.Is(err, ErrCallbackPanic) holds.
+type CallbackPanicError struct {
+	// Callback names the kind of callback, for example "OnHTML".
+	Callback string
+	// Value is what the callback panicked with.
+	Value any
+	// Stack is the panicking goroutine's stack.
+	Stack []byte
+}
+
+// Error implements error.
+func (e *CallbackPanicError) Error() string {
+	return fmt.Sprintf("%s callback panicked: %v", e.Callback, e.Value)
+}
+
+// Unwrap returns ErrCallbackPanic, and the panic value when it is an error.
+func (e *CallbackPanicError) Unwrap() []error {
+	if err, ok := e.Value.(error); ok {
+		return []error{ErrCallbackPanic, err}
+	}
+	return []error{ErrCallbackPanic}
+}
+
+// RetryError is the final error of a request that failed after retries. It
+// wraps the last attempt's error.
+type RetryError struct {
+	// Attempts is how many times the request was tried.
+	Attempts int
+	// Err is the last attempt's error.
+	Err error
+}
+
+// Error implements error.
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("giving up after %d attempts: %v", e.Attempts, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *RetryError) Unwrap() error { return e.Err }

@@ -1,11 +1,21 @@
 package magpie
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/limits"
 )
 
 // Request is one HTTP request of a crawl, as callbacks see it. Fields may be
@@ -54,4 +64,288 @@ type Request struct {
 	checkRevisit bool
 	// err is the request's final error, set before its completion is counted.
 	err error
+	// marked is true while this request holds a visited mark it made.
+	marked bool
+	// redirectKeys are visited marks made for redirect targets.
+	redirectKeys []uint64
+	// ticket is the request's limiter claim, set when it leaves the gate.
+	ticket *limits.Ticket
+	// leaseID is the queue lease this request came from (RunQueue only).
+	leaseID string
+	// notBefore delays a retried request.
+	notBefore time.Time
+	// admitted is set on requests the collector admitted before queueing
+	// them; a queue entry without it is admitted when leased.
+	admitted bool
+	// robotsUA is the User-Agent robots.txt was checked for at admission.
+	robotsUA string
+	// root is the request a retry copy was made from, which a sync Visit
+	// reads its final error from.
+	root *Request
+}
+
+// New returns a request to u with the same Context as r (Colly shares it
+// here; use Ctx.Clone for a copy), empty headers, depth r.Depth and a new ID.
+// Send it with Do.
+func (r *Request) New(method, u string, body io.Reader) (*Request, error) {
+	n, err := r.collector.newRequest(u, method, r.Depth, body, r.Ctx, http.Header{})
+	if err != nil {
+		return nil, err
+	}
+	n.checkRevisit = true
+	return n, nil
+}
+
+// Abort cancels the request from a callback: in OnRequest silently, in
+// OnRequestHeaders and OnResponseHeaders with an error delivered to OnError.
+func (r *Request) Abort() { r.abort.Store(true) }
+
+// IsAbort reports whether Abort was called.
+func (r *Request) IsAbort() bool { return r.abort.Load() }
+
+// AbsoluteURL resolves u against the document's <base href>, or else the
+// request URL. It returns "" for a fragment-only u or one that does not parse.
+func (r *Request) AbsoluteURL(u string) string {
+	if strings.HasPrefix(u, "#") {
+		return ""
+	}
+	base := r.baseURL
+	if base == nil {
+		base = r.URL
+	}
+	ref, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || base == nil {
+		return ""
+	}
+	abs := base.ResolveReference(ref)
+	abs.Fragment, abs.RawFragment = "", ""
+	return abs.String()
+}
+
+// Visit admits a GET of u (relative to this request) at depth r.Depth+1 with
+// a copy of r.Ctx, so siblings never see each other's writes. It never waits
+// for the crawl.
+func (r *Request) Visit(u string) error {
+	return r.child(http.MethodGet, u, nil, nil)
+}
+
+// HasVisited reports whether a GET of u (relative to this request) was admitted.
+func (r *Request) HasVisited(u string) (bool, error) {
+	return r.collector.HasVisited(r.AbsoluteURL(u))
+}
+
+// Post admits a form POST of data to u (relative to this request).
+func (r *Request) Post(u string, data map[string]string) error {
+	return r.child(http.MethodPost, u, formReader(data), nil)
+}
+
+// PostRaw admits a POST of data to u (relative to this request).
+func (r *Request) PostRaw(u string, data []byte) error {
+	return r.child(http.MethodPost, u, bytes.NewReader(data), nil)
+}
+
+// PostMultipart admits a multipart/form-data POST of parts to u.
+func (r *Request) PostMultipart(u string, parts map[string][]byte) error {
+	body, ct, err := multipartBody(parts)
+	if err != nil {
+		return err
+	}
+	h := r.collector.defaultHeaders()
+	h.Set("Content-Type", ct)
+	return r.child(http.MethodPost, u, bytes.NewReader(body), h)
+}
+
+func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error {
+	abs := r.AbsoluteURL(u)
+	if abs == "" {
+		abs = u // let admission report the bad URL
+	}
+	return r.collector.scrape(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr, true)
+}
+
+// Retry submits the request again: same method, URL, body, depth and
+// Context, without the visited check and without the Cookie header (the jar
+// sets fresh ones). A body that cannot be rewound gives ErrRetryBodyUnseekable.
+func (r *Request) Retry() error {
+	n, err := r.retryCopy()
+	if err != nil {
+		return err
+	}
+	return r.collector.submit(n)
+}
+
+// retryCopy is the request Retry and the retry policy send again.
+func (r *Request) retryCopy() (*Request, error) {
+	body := r.bodyBytes
+	if body == nil && r.Body != nil {
+		s, ok := r.Body.(io.Seeker)
+		if !ok {
+			return nil, ErrRetryBodyUnseekable
+		}
+		if _, err := s.Seek(0, io.SeekStart); err != nil {
+			return nil, ErrRetryBodyUnseekable
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	h := r.Headers.Clone()
+	h.Del("Cookie")
+	u := *r.URL
+	n := &Request{
+		URL:                       &u,
+		Headers:                   &h,
+		Host:                      r.Host,
+		Ctx:                       r.Ctx,
+		Depth:                     r.Depth,
+		Method:                    r.Method,
+		ResponseCharacterEncoding: r.ResponseCharacterEncoding,
+		ID:                        r.ID,
+		collector:                 r.collector,
+		stdCtx:                    r.stdCtx,
+		attempt:                   r.attempt + 1,
+		bodyBytes:                 body,
+		visitKey:                  r.visitKey,
+		root:                      r,
+	}
+	if r.root != nil {
+		n.root = r.root
+	}
+	if body != nil {
+		n.Body = bytes.NewReader(body)
+	}
+	return n, nil
+}
+
+// Do submits the request (made with New), with the visited check unless
+// AllowURLRevisit is set.
+func (r *Request) Do() error {
+	return r.collector.submit(r)
+}
+
+// stdContext is the context the request's fetch and robots check run under.
+func (r *Request) stdContext() context.Context {
+	if r.stdCtx != nil {
+		return r.stdCtx
+	}
+	return context.Background()
+}
+
+// serializableRequest is Marshal's JSON form.
+type serializableRequest struct {
+	URL                       string
+	Method                    string
+	Depth                     int
+	Body                      []byte
+	ID                        uint32
+	Ctx                       map[string]string
+	Headers                   http.Header
+	Host                      string
+	ResponseCharacterEncoding string `json:",omitempty"`
+	Attempt                   int    `json:",omitempty"`
+	CheckRevisit              bool   `json:",omitempty"`
+	Admitted                  bool   `json:",omitempty"`
+}
+
+// Marshal encodes the request as JSON for a queue: URL, method, depth, body,
+// ID, Context (string values only; others are dropped), headers and host. The
+// body stays readable afterwards.
+func (r *Request) Marshal() ([]byte, error) {
+	body := r.bodyBytes
+	if body == nil && r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		r.bodyBytes = b
+		r.Body = bytes.NewReader(b)
+	}
+	ctx := map[string]string{}
+	if r.Ctx != nil {
+		r.Ctx.ForEach(func(k string, v any) any {
+			if s, ok := v.(string); ok {
+				ctx[k] = s
+			}
+			return nil
+		})
+	}
+	var h http.Header
+	if r.Headers != nil {
+		h = *r.Headers
+	}
+	u := ""
+	if r.URL != nil {
+		u = r.URL.String()
+	}
+	return json.Marshal(serializableRequest{
+		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
+		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
+		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
+	})
+}
+
+func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
+	var sr serializableRequest
+	if err := json.Unmarshal(data, &sr); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
+	}
+	u, err := url.Parse(sr.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
+	}
+	ctx := NewContext()
+	for k, v := range sr.Ctx {
+		ctx.Put(k, v)
+	}
+	h := sr.Headers
+	if h == nil {
+		h = http.Header{}
+	}
+	method := sr.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	r := &Request{
+		URL: u, Method: method, Depth: sr.Depth, Headers: &h, Host: sr.Host, Ctx: ctx,
+		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
+		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
+		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
+	}
+	if sr.Body != nil {
+		r.bodyBytes = sr.Body
+		r.Body = bytes.NewReader(sr.Body)
+	}
+	return r, nil
+}
+
+// formReader encodes data as an application/x-www-form-urlencoded body, keys sorted.
+func formReader(data map[string]string) io.Reader {
+	v := url.Values{}
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		v.Set(k, data[k])
+	}
+	return strings.NewReader(v.Encode())
+}
+
+// multipartBody encodes parts as multipart/form-data (CRLF line ends, as the
+// RFC requires), parts in key order. It returns the body and its Content-Type.
+func multipartBody(parts map[string][]byte) ([]byte, string, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, k := range slices.Sorted(maps.Keys(parts)) {
+		fw, err := w.CreateFormField(k)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := fw.Write(parts[k]); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), w.FormDataContentType(), nil
 }

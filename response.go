@@ -3,6 +3,7 @@ package magpie
 import (
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // Response is the answer to a Request, as callbacks see it.
@@ -28,4 +29,11 @@ type Response struct {
 	Redirects []*url.URL
 	// FromCache is true when the response came from CacheDir.
 	FromCache bool
+
+	// err is the failure the analyzer delivers to OnError.
+	err error
+	// aborted is set when OnRequest aborted the request: it finishes silently.
+	aborted bool
+	// retryAfter is the server's Retry-After, for the retry policy.
+	retryAfter time.Duration
 }

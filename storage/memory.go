@@ -12,19 +12,30 @@ import (
 )
 
 // InMemoryStorage is the default Storage: a visited set and a cookie jar in
-// memory, lost when the process ends. Its zero value is ready after Init.
-// Safe for concurrent use. It implements VisitedSet and CookieStore.
+// memory, lost when the process ends. Its zero value is ready to use (Init is
+// optional). Safe for concurrent use. It implements VisitedSet and
+// CookieStore. After Close every method fails with ErrClosed (Colly's
+// Storage methods that cannot return an error report nothing and store
+// nothing).
 type InMemoryStorage struct {
-	// mu guards visited and jar.
+	// mu guards visited, jar and closed.
 	mu      sync.Mutex
 	visited map[uint64]struct{}
 	jar     *cookiejar.Jar
+	closed  bool
 }
 
 // Init prepares the maps; calling it again keeps what is stored.
 func (s *InMemoryStorage) Init() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.initLocked()
+}
+
+func (s *InMemoryStorage) initLocked() error {
+	if s.closed {
+		return ErrClosed
+	}
 	if s.visited == nil {
 		s.visited = make(map[uint64]struct{})
 	}
@@ -48,16 +59,22 @@ func (s *InMemoryStorage) Visited(requestID uint64) error {
 func (s *InMemoryStorage) IsVisited(requestID uint64) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
 	_, ok := s.visited[requestID]
 	return ok, nil
 }
 
 // AddVisited implements VisitedSet.
-func (s *InMemoryStorage) AddVisited(_ context.Context, ids ...uint64) ([]bool, error) {
+func (s *InMemoryStorage) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.visited == nil {
-		s.visited = make(map[uint64]struct{})
+	if err := s.initLocked(); err != nil {
+		return nil, err
 	}
 	out := make([]bool, len(ids))
 	for i, id := range ids {
@@ -70,9 +87,15 @@ func (s *InMemoryStorage) AddVisited(_ context.Context, ids ...uint64) ([]bool, 
 }
 
 // RemoveVisited implements VisitedSet.
-func (s *InMemoryStorage) RemoveVisited(_ context.Context, ids ...uint64) error {
+func (s *InMemoryStorage) RemoveVisited(ctx context.Context, ids ...uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	for _, id := range ids {
 		delete(s.visited, id)
 	}
@@ -91,12 +114,13 @@ func (s *InMemoryStorage) SetCookies(u *url.URL, cookies string) {
 }
 
 // GetCookies implements CookieStore.
-func (s *InMemoryStorage) GetCookies(_ context.Context, u *url.URL) (string, error) {
-	if err := s.Init(); err != nil {
+func (s *InMemoryStorage) GetCookies(ctx context.Context, u *url.URL) (string, error) {
+	jar, err := s.cookieJar(ctx)
+	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	for i, c := range s.jar.Cookies(u) {
+	for i, c := range jar.Cookies(u) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -105,9 +129,11 @@ func (s *InMemoryStorage) GetCookies(_ context.Context, u *url.URL) (string, err
 	return b.String(), nil
 }
 
-// PutCookies implements CookieStore.
-func (s *InMemoryStorage) PutCookies(_ context.Context, u *url.URL, cookies string) error {
-	if err := s.Init(); err != nil {
+// PutCookies implements CookieStore. Lines that do not parse as Set-Cookie
+// values are skipped, as a browser would.
+func (s *InMemoryStorage) PutCookies(ctx context.Context, u *url.URL, cookies string) error {
+	jar, err := s.cookieJar(ctx)
+	if err != nil {
 		return err
 	}
 	var parsed []*http.Cookie
@@ -119,9 +145,33 @@ func (s *InMemoryStorage) PutCookies(_ context.Context, u *url.URL, cookies stri
 			parsed = append(parsed, c)
 		}
 	}
-	s.jar.SetCookies(u, parsed)
+	jar.SetCookies(u, parsed)
 	return nil
 }
 
-// Close releases nothing; it exists for symmetry with durable stores.
-func (s *InMemoryStorage) Close() error { return nil }
+// cookieJar returns the jar; the jar is itself safe for concurrent use, so
+// it is used outside mu.
+func (s *InMemoryStorage) cookieJar(ctx context.Context) (*cookiejar.Jar, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.initLocked(); err != nil {
+		return nil, err
+	}
+	return s.jar, nil
+}
+
+// Close drops what is stored; later calls fail with ErrClosed. Closing twice
+// returns ErrClosed.
+func (s *InMemoryStorage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	s.visited, s.jar = nil, nil
+	return nil
+}

@@ -1,0 +1,234 @@
+package magpie
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/andybalholm/cascadia"
+	"github.com/antchfx/xpath"
+)
+
+// RequestCallback is called with a request before it is sent (OnRequest) or
+// just before its headers go out (OnRequestHeaders).
+type RequestCallback func(*Request)
+
+// ResponseHeadersCallback is called when the status and headers have arrived.
+type ResponseHeadersCallback func(*Response)
+
+// ResponseCallback is called with a complete response.
+type ResponseCallback func(*Response)
+
+// HTMLCallback is called for each element an OnHTML selector matches.
+type HTMLCallback func(*HTMLElement)
+
+// XMLCallback is called for each node an OnXML expression matches.
+type XMLCallback func(*XMLElement)
+
+// ErrorCallback is called with every failed request, including requests
+// refused before any fetch.
+type ErrorCallback func(*Response, error)
+
+// ScrapedCallback is called after the OnHTML and OnXML callbacks of a response.
+type ScrapedCallback func(*Response)
+
+type htmlCallback struct {
+	selector string
+	matcher  cascadia.Selector
+	fn       HTMLCallback
+	// detached is set by OnHTMLDetach; the entry is purged after the current response.
+	detached atomic.Bool
+}
+
+type xmlCallback struct {
+	query    string
+	expr     *xpath.Expr
+	fn       XMLCallback
+	detached atomic.Bool
+}
+
+// callbacks are a collector's registered callbacks, in registration order.
+type callbacks struct {
+	request         []RequestCallback
+	requestHeaders  []RequestCallback
+	responseHeaders []ResponseHeadersCallback
+	response        []ResponseCallback
+	html            []*htmlCallback
+	xml             []*xmlCallback
+	err             []ErrorCallback
+	scraped         []ScrapedCallback
+}
+
+type callbackCounts struct{ request, html, response, err int }
+
+func (cb *callbacks) count() callbackCounts {
+	return callbackCounts{len(cb.request), len(cb.html), len(cb.response), len(cb.err)}
+}
+
+// OnRequest registers f to run before each request is sent. Request.Abort in
+// f drops the request silently.
+func (c *Collector) OnRequest(f RequestCallback) {
+	c.cbMu.Lock()
+	c.cbs.request = append(c.cbs.request, f)
+	c.cbMu.Unlock()
+}
+
+// OnRequestHeaders registers f to run just before the request goes out,
+// after the cache was consulted. Request.Abort in f fails the request with
+// ErrAbortedBeforeRequest.
+func (c *Collector) OnRequestHeaders(f RequestCallback) {
+	c.cbMu.Lock()
+	c.cbs.requestHeaders = append(c.cbs.requestHeaders, f)
+	c.cbMu.Unlock()
+}
+
+// OnResponseHeaders registers f to run when status and headers have arrived,
+// before the body is read. Request.Abort in f fails the request with
+// ErrAbortedAfterHeaders and the body is never read.
+func (c *Collector) OnResponseHeaders(f ResponseHeadersCallback) {
+	c.cbMu.Lock()
+	c.cbs.responseHeaders = append(c.cbs.responseHeaders, f)
+	c.cbMu.Unlock()
+}
+
+// OnResponse registers f to run with each successful response.
+func (c *Collector) OnResponse(f ResponseCallback) {
+	c.cbMu.Lock()
+	c.cbs.response = append(c.cbs.response, f)
+	c.cbMu.Unlock()
+}
+
+// OnHTML registers f to run for each element matching the CSS selector in
+// HTML responses. It panics if selector is not valid CSS: that is a
+// programming error, better found at start-up than as a silent crawl.
+func (c *Collector) OnHTML(selector string, f HTMLCallback) {
+	m, err := cascadia.Compile(selector)
+	if err != nil {
+		panic(fmt.Sprintf("magpie: OnHTML: invalid selector %q: %v", selector, err))
+	}
+	c.cbMu.Lock()
+	c.cbs.html = append(c.cbs.html, &htmlCallback{selector: selector, matcher: m, fn: f})
+	c.cbMu.Unlock()
+}
+
+// OnHTMLDetach deactivates every OnHTML callback registered with selector.
+// They stop at once and are removed after the response being processed.
+func (c *Collector) OnHTMLDetach(selector string) {
+	c.cbMu.RLock()
+	for _, cb := range c.cbs.html {
+		if cb.selector == selector {
+			cb.detached.Store(true)
+		}
+	}
+	c.cbMu.RUnlock()
+}
+
+// OnXML registers f to run for each node matching the XPath expression in
+// HTML and XML responses. It panics if query is not valid XPath.
+func (c *Collector) OnXML(query string, f XMLCallback) {
+	e, err := xpath.Compile(query)
+	if err != nil {
+		panic(fmt.Sprintf("magpie: OnXML: invalid XPath %q: %v", query, err))
+	}
+	c.cbMu.Lock()
+	c.cbs.xml = append(c.cbs.xml, &xmlCallback{query: query, expr: e, fn: f})
+	c.cbMu.Unlock()
+}
+
+// OnXMLDetach deactivates every OnXML callback registered with query.
+func (c *Collector) OnXMLDetach(query string) {
+	c.cbMu.RLock()
+	for _, cb := range c.cbs.xml {
+		if cb.query == query {
+			cb.detached.Store(true)
+		}
+	}
+	c.cbMu.RUnlock()
+}
+
+// OnError registers f to run for every failed request: refused before the
+// fetch (the Response then has only Request and Ctx set), failed in transit,
+// answered with status >= 300 (unless ParseHTTPErrorResponse), or failed in a
+// callback that panicked.
+func (c *Collector) OnError(f ErrorCallback) {
+	c.cbMu.Lock()
+	c.cbs.err = append(c.cbs.err, f)
+	c.cbMu.Unlock()
+}
+
+// OnScraped registers f to run after the OnHTML and OnXML callbacks of a response.
+func (c *Collector) OnScraped(f ScrapedCallback) {
+	c.cbMu.Lock()
+	c.cbs.scraped = append(c.cbs.scraped, f)
+	c.cbMu.Unlock()
+}
+
+// snapshotCallbacks copies the lists so a response runs with a stable set
+// even while callbacks are registered.
+func (c *Collector) snapshotCallbacks() callbacks {
+	c.cbMu.RLock()
+	defer c.cbMu.RUnlock()
+	return callbacks{
+		request:         append([]RequestCallback(nil), c.cbs.request...),
+		requestHeaders:  append([]RequestCallback(nil), c.cbs.requestHeaders...),
+		responseHeaders: append([]ResponseHeadersCallback(nil), c.cbs.responseHeaders...),
+		response:        append([]ResponseCallback(nil), c.cbs.response...),
+		html:            append([]*htmlCallback(nil), c.cbs.html...),
+		xml:             append([]*xmlCallback(nil), c.cbs.xml...),
+		err:             append([]ErrorCallback(nil), c.cbs.err...),
+		scraped:         append([]ScrapedCallback(nil), c.cbs.scraped...),
+	}
+}
+
+// purgeDetached drops detached OnHTML/OnXML entries.
+func (c *Collector) purgeDetached() {
+	c.cbMu.Lock()
+	defer c.cbMu.Unlock()
+	c.cbs.html = deleteDetached(c.cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() })
+	c.cbs.xml = deleteDetached(c.cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() })
+}
+
+func deleteDetached[T any](s []T, del func(T) bool) []T {
+	out := s[:0:0]
+	for _, v := range s {
+		if !del(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// safely runs one user callback, turning a panic into an error wrapping
+// ErrCallbackPanic so that the crawl goes on.
+func (c *Collector) safely(name string, f func()) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &CallbackPanicError{Callback: name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	f()
+	return nil
+}
+
+// handleOnError runs the OnError callbacks; a panic in one is logged, as
+// there is nowhere left to deliver it.
+func (c *Collector) handleOnError(resp *Response, err error) {
+	cbs := c.snapshotCallbacks()
+	if len(cbs.err) == 0 {
+		return
+	}
+	c.withCallbackMark(func() {
+		for _, f := range cbs.err {
+			if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
+				c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
+			}
+		}
+	})
+}
+
+func urlString(r *Request) string {
+	if r == nil || r.URL == nil {
+		return ""
+	}
+	return r.URL.String()
+}

@@ -1,0 +1,450 @@
+package magpie
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/magpiecrawl/magpie/limits"
+	"github.com/magpiecrawl/magpie/scheduler"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// item is the scheduler's item type. Items are reserved for a later
+// pipeline API; the pipeline stage exists because the scheduler has one.
+type item struct{}
+
+// run is one crawl: a scheduler, the frontier that feeds it, and the
+// goroutines that move requests between them. A run starts on the first
+// admitted request and ends when nothing is pending (Wait), on Stop, or when
+// a queue run finds its queue drained.
+type run struct {
+	c      *Collector
+	cfg    *config
+	ctx    context.Context
+	cancel context.CancelFunc
+	front  frontier
+	gate   *limits.Gate[*Request]
+	sched  *scheduler.Scheduler[*Request, *Response, item]
+	// tokens holds one value per download in progress or about to start: the
+	// dispatcher takes a token before asking the gate for a request, so a
+	// request that leaves the gate starts downloading at once and its host's
+	// Delay is measured at the wire.
+	tokens chan struct{}
+	// queueMode is set for RunQueue runs, whose end is the queue's emptiness.
+	queueMode bool
+	// drained is closed by the feeder when a queue run has nothing left.
+	drained chan struct{}
+	// wg counts the run's own goroutines (feeder, dispatcher, error drain).
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	// stopped is closed when every goroutine of the run has exited.
+	stopped chan struct{}
+}
+
+// startRun starts a crawl over front with workers download workers.
+func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{
+		c: c, cfg: cfg, ctx: ctx, cancel: cancel, front: front, queueMode: queueMode,
+		tokens:  make(chan struct{}, workers),
+		drained: make(chan struct{}),
+		stopped: make(chan struct{}),
+		gate:    limits.NewGate[*Request](c.shared.limiter, max(256, 4*workers)),
+		sched:   scheduler.New[*Request, *Response, item](),
+	}
+	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	a, err := scheduler.NewAnalyzer[*Request, *Response, item]("", nil, nil, r.analyze)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p, err := scheduler.NewPipeline[item]("", nil, false, func(_ context.Context, it item) (item, error) { return it, nil })
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	da := scheduler.DataArgs{
+		Request:         scheduler.PoolArgs{BufferCap: workers, MaxBufferNumber: 2},
+		Response:        scheduler.PoolArgs{BufferCap: workers, MaxBufferNumber: 2},
+		Item:            scheduler.PoolArgs{BufferCap: 16, MaxBufferNumber: 1},
+		ErrorBuffer:     64,
+		DownloadWorkers: workers,
+		AnalyzeWorkers:  workers,
+		PipelineWorkers: 1,
+	}
+	ma := scheduler.ModuleArgs[*Request, *Response, item]{
+		Downloaders: []scheduler.Downloader[*Request, *Response]{d},
+		Analyzers:   []scheduler.Analyzer[*Request, *Response, item]{a},
+		Pipelines:   []scheduler.Pipeline[item]{p},
+	}
+	if err := r.sched.Init(scheduler.RequestArgs[*Request]{}, da, ma); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := r.sched.Start(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	r.wg.Add(3)
+	go r.feed()
+	go r.dispatch()
+	go r.drainErrors()
+	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
+	return r, nil
+}
+
+// feed moves requests from the frontier to the gate, where each waits for
+// its host's turn without holding a worker.
+func (r *run) feed() {
+	defer r.wg.Done()
+	for {
+		req, err := r.front.next(r.ctx)
+		if err != nil {
+			if errors.Is(err, errFrontierDone) {
+				close(r.drained)
+			}
+			return
+		}
+		if err := r.gate.Put(r.ctx, req.URL.Host, req); err != nil {
+			return
+		}
+	}
+}
+
+// dispatch hands requests whose host may start to the scheduler, one per
+// free download token.
+func (r *run) dispatch() {
+	defer r.wg.Done()
+	for {
+		select {
+		case r.tokens <- struct{}{}:
+		case <-r.ctx.Done():
+			return
+		}
+		req, ticket, err := r.gate.Get(r.ctx)
+		if err != nil {
+			return
+		}
+		req.ticket = ticket
+		if err := r.sched.Submit(r.ctx, req); err != nil {
+			ticket.Done(limits.Result{Err: err})
+			return
+		}
+	}
+}
+
+// drainErrors logs what the scheduler reports. The download and analyze
+// modules never fail on purpose, so anything here is a bug worth a warning.
+func (r *run) drainErrors() {
+	defer r.wg.Done()
+	errs := r.sched.Errors()
+	for {
+		select {
+		case err, ok := <-errs:
+			if !ok {
+				return
+			}
+			r.c.logger.Warn("scheduler error", "err", err)
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+// download is the scheduler's Downloader function. It never returns an
+// error: failures travel inside the Response so that the analyzer delivers
+// them to OnError and counts the request finished.
+func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ error) {
+	defer func() { <-r.tokens }()
+	defer func() {
+		if v := recover(); v != nil {
+			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
+		}
+	}()
+	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, req) })
+	return resp, nil
+}
+
+// analyze is the scheduler's parser: it runs the response callbacks and
+// finishes the request.
+func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
+	r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+	return nil, nil, nil
+}
+
+// finish records a request's outcome and counts it done. A request that
+// failed in transit (or with a server error) loses its visited mark, so a
+// later Visit may try again.
+func (r *run) finish(req *Request, err error) {
+	if err != nil && retryableForget(err) {
+		r.c.forgetVisited(req)
+	}
+	req.err = err
+	if req.root != nil {
+		req.root.err = err
+	}
+	stopped := r.ctx.Err() != nil && errors.Is(err, context.Canceled)
+	r.front.finish(req, !stopped)
+}
+
+// enqueue puts an admitted request into the running crawl, starting one if
+// none runs.
+func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
+	c.runMu.Lock()
+	r := c.run
+	if r == nil {
+		var err error
+		cfg := c.snapshot()
+		r, err = c.startRun(cfg, newMemFrontier(), cfg.workers, false)
+		if err != nil {
+			c.runMu.Unlock()
+			return nil, err
+		}
+		c.run = r
+	}
+	if r.queueMode {
+		c.runMu.Unlock()
+		return r, r.front.push(r.ctx, req, notBefore)
+	}
+	// The in-memory push is quick and never blocks; doing it under runMu
+	// means a run is never stopped between "found running" and "pushed".
+	defer c.runMu.Unlock()
+	return r, r.front.push(r.ctx, req, notBefore)
+}
+
+// waitRun blocks until r has nothing pending, then stops it (if no request
+// arrived meanwhile), so that no goroutine of the run outlives the wait.
+func (c *Collector) waitRun(r *run) {
+	if r.queueMode {
+		<-r.stopped
+		return
+	}
+	for {
+		select {
+		case <-r.front.idle():
+		case <-r.stopped:
+			return
+		}
+		c.runMu.Lock()
+		if c.run != r {
+			c.runMu.Unlock()
+			<-r.stopped
+			return
+		}
+		if r.front.pending() > 0 {
+			c.runMu.Unlock()
+			continue
+		}
+		c.run = nil
+		c.runMu.Unlock()
+		r.shutdown()
+		return
+	}
+}
+
+// shutdown stops the run and waits for all its goroutines. Idempotent;
+// concurrent callers all return after the run is fully stopped.
+func (r *run) shutdown() {
+	r.stopOnce.Do(func() {
+		r.cancel()
+		r.gate.Close()
+		r.wg.Wait()
+		if err := r.sched.Stop(); err != nil {
+			r.c.logger.Warn("stopping scheduler", "err", err)
+		}
+		r.front.close()
+		r.c.logger.Info("crawl stopped", "requests", r.c.requestCount.Load(), "responses", r.c.responseCount.Load())
+		close(r.stopped)
+	})
+	<-r.stopped
+}
+
+// Wait blocks until the crawl is done: every admitted request, and every
+// request its callbacks admitted, has been processed. Then the engine stops;
+// a later Visit starts it again. Wait must not be called from a callback.
+func (c *Collector) Wait() {
+	for {
+		c.runMu.Lock()
+		r := c.run
+		c.runMu.Unlock()
+		if r == nil {
+			return
+		}
+		c.waitRun(r)
+	}
+}
+
+// Stop ends the current crawl at once (not in Colly): downloads in flight are
+// cancelled, requests waiting in the frontier are dropped (RunQueue releases
+// them back to its queue), and Wait, Visit and RunQueue return. The
+// collector stays usable; a later Visit starts a new crawl.
+func (c *Collector) Stop() {
+	c.runMu.Lock()
+	r := c.run
+	c.run = nil
+	c.runMu.Unlock()
+	if r != nil {
+		r.shutdown()
+	}
+}
+
+// markCallbacks runs f with the current goroutine recorded as running this
+// collector's callbacks, in sync mode only. Colly's API gives c.Visit no
+// handle on the request it is called from, so the goroutine ID (read from
+// runtime.Stack) is the only way to tell "Visit from a callback, which must
+// not wait for the crawl it is part of" from a top-level Visit. Async mode
+// never waits in Visit and skips the cost.
+func (c *Collector) markCallbacks(cfg *config, f func()) {
+	if cfg.async {
+		f()
+		return
+	}
+	c.withCallbackMark(f)
+}
+
+func (c *Collector) withCallbackMark(f func()) {
+	id := goroutineID()
+	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
+		f()
+		return
+	}
+	defer c.inCallback.Delete(id)
+	f()
+}
+
+// callingFromCallback reports whether the current goroutine is running one
+// of this collector's callbacks.
+func (c *Collector) callingFromCallback() bool {
+	_, ok := c.inCallback.Load(goroutineID())
+	return ok
+}
+
+// goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+// maybeRetry sends a failed request back to the frontier when the retry
+// policy allows, and reports whether it did.
+func (r *run) maybeRetry(resp *Response) bool {
+	p := r.cfg.retry
+	req := resp.Request
+	if p == nil || req.attempt >= p.MaxAttempts || r.ctx.Err() != nil {
+		return false
+	}
+	var he *HTTPError
+	switch {
+	case errors.As(resp.err, &he):
+		if !slices.Contains(p.Statuses, he.StatusCode) {
+			return false
+		}
+	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
+		return false
+	}
+	n, err := req.retryCopy()
+	if err != nil {
+		return false
+	}
+	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
+	n.marked, n.redirectKeys = req.marked, req.redirectKeys
+	if err := r.front.push(r.ctx, n, time.Now().Add(delay)); err != nil {
+		return false
+	}
+	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
+		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
+	req.marked, req.redirectKeys = false, nil
+	r.front.finish(req, true)
+	return true
+}
+
+// isNetworkError reports transport failures worth a retry: timeouts,
+// refused or reset connections, truncated responses. Refusals by magpie's
+// own checks (a redirect to a forbidden domain, say) are not.
+func isNetworkError(err error) bool {
+	if isTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// retryableForget reports whether a failed request should lose its visited
+// mark so that a later Visit may try it again: transport failures and
+// server-side statuses, but not a 404 that would only fail again.
+func retryableForget(err error) bool {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
+	}
+	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ErrRunning is returned by RunQueue when the collector is already crawling.
+var ErrRunning = errors.New("collector is already running a crawl")
+
+// RunQueue crawls with q as the frontier; it is the hook queue.Queue.Run
+// uses. Requests admitted by callbacks are marshalled and pushed to q;
+// entries are leased, run with threads download workers, and acknowledged
+// when finished. Entries pushed without admission (queue.AddURL) are
+// admitted when leased, so filters, robots.txt, the visited check and
+// MaxRequests apply to them exactly. RunQueue returns when q has no entries
+// left and nothing is in flight (whether or not the collector is Async), when
+// ctx is cancelled, or on Stop; entries leased and not finished are then
+// released back to q. The error joins ctx's error with one error per
+// undecodable entry (each acknowledged and dropped, errors.Is
+// ErrUndecodableRequest). Failed requests go to OnError, not here.
+func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {
+	if threads <= 0 {
+		threads = 1
+	}
+	cfg := c.snapshot()
+	qf := newQueueFrontier(c, cfg, q, threads)
+	c.runMu.Lock()
+	if c.run != nil {
+		c.runMu.Unlock()
+		return ErrRunning
+	}
+	r, err := c.startRun(cfg, qf, threads, true)
+	if err != nil {
+		c.runMu.Unlock()
+		return err
+	}
+	c.run = r
+	c.runMu.Unlock()
+	select {
+	case <-r.drained:
+	case <-ctx.Done():
+	case <-r.stopped:
+	}
+	c.runMu.Lock()
+	if c.run == r {
+		c.run = nil
+	}
+	c.runMu.Unlock()
+	r.shutdown()
+	errs := qf.errors()
+	if err := ctx.Err(); err != nil {
+		errs = append([]error{err}, errs...)
+	}
+	return errors.Join(errs...)
+}

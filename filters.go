@@ -1,0 +1,262 @@
+package magpie
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// config is the snapshot of a Collector's exported fields that one crawl runs
+// with, so that a crawl never races with a caller changing fields.
+type config struct {
+	userAgent          string
+	maxDepth           int
+	maxRequests        uint32
+	allowedDomains     []string
+	disallowedDomains  []string
+	disallowedURLs     []*regexp.Regexp
+	urlFilters         []*regexp.Regexp
+	allowRevisit       bool
+	maxBodySize        int
+	cacheDir           string
+	cacheExpiration    time.Duration
+	ignoreRobots       bool
+	async              bool
+	parseHTTPErrors    bool
+	detectCharset      bool
+	checkHead          bool
+	traceHTTP          bool
+	sortQuery          bool
+	workers            int
+	retry              *RetryOptions
+	stdCtx             context.Context
+	cache              *fileCache
+	redirectMaxHops    int
+	redirectCheckDepth bool
+}
+
+// config returns the running crawl's snapshot, or a fresh one when no crawl runs.
+func (c *Collector) config() *config {
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	if r != nil {
+		return r.cfg
+	}
+	return c.snapshot()
+}
+
+func (c *Collector) snapshot() *config {
+	cfg := &config{
+		userAgent:          c.UserAgent,
+		maxDepth:           c.MaxDepth,
+		maxRequests:        c.MaxRequests,
+		allowedDomains:     normaliseDomains(c.AllowedDomains),
+		disallowedDomains:  normaliseDomains(c.DisallowedDomains),
+		disallowedURLs:     slices.Clone(c.DisallowedURLFilters),
+		urlFilters:         slices.Clone(c.URLFilters),
+		allowRevisit:       c.AllowURLRevisit,
+		maxBodySize:        c.MaxBodySize,
+		cacheDir:           c.CacheDir,
+		cacheExpiration:    c.CacheExpiration,
+		ignoreRobots:       c.IgnoreRobotsTxt,
+		async:              c.Async,
+		parseHTTPErrors:    c.ParseHTTPErrorResponse,
+		detectCharset:      c.DetectCharset,
+		checkHead:          c.CheckHead,
+		traceHTTP:          c.TraceHTTP,
+		sortQuery:          c.SortQuery,
+		workers:            c.workers,
+		retry:              c.retry,
+		stdCtx:             c.Context,
+		redirectMaxHops:    10,
+		redirectCheckDepth: true,
+	}
+	if cfg.stdCtx == nil {
+		cfg.stdCtx = context.Background()
+	}
+	if cfg.workers <= 0 {
+		cfg.workers = defaultWorkers
+	}
+	if cfg.cacheDir != "" {
+		cfg.cache = &fileCache{dir: cfg.cacheDir, expiration: cfg.cacheExpiration}
+	}
+	return cfg
+}
+
+// normaliseDomains lowercases entries and drops ports, so that an entry
+// written as "127.0.0.1:8080" matches the hostname (Colly never matches it).
+func normaliseDomains(ds []string) []string {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if h, _, err := net.SplitHostPort(d); err == nil {
+			d = h
+		}
+		out = append(out, strings.Trim(d, "[]"))
+	}
+	return out
+}
+
+// checkURL applies the checks that need only the URL and depth: scheme,
+// depth, URL filters and domain filters. Redirect hops run it too.
+func (cfg *config) checkURL(u *url.URL, depth int) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u)
+	}
+	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
+		return ErrMaxDepth
+	}
+	s := u.String()
+	for _, re := range cfg.disallowedURLs {
+		if re.MatchString(s) {
+			return ErrForbiddenURL
+		}
+	}
+	if len(cfg.urlFilters) > 0 && !slices.ContainsFunc(cfg.urlFilters, func(re *regexp.Regexp) bool { return re.MatchString(s) }) {
+		return ErrNoURLFiltersMatch
+	}
+	host := strings.ToLower(u.Hostname())
+	if slices.Contains(cfg.disallowedDomains, host) {
+		return ErrForbiddenDomain
+	}
+	if len(cfg.allowedDomains) > 0 && !slices.Contains(cfg.allowedDomains, host) {
+		return ErrForbiddenDomain
+	}
+	return nil
+}
+
+// userAgentOf is the User-Agent a request is sent with.
+func (cfg *config) userAgentOf(h map[string][]string) string {
+	if v, ok := h["User-Agent"]; ok {
+		if len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return cfg.userAgent
+}
+
+// checkRobots refuses u when robots.txt forbids it for userAgent, and hands
+// the host's Crawl-delay to the limiter.
+func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, userAgent string) error {
+	if cfg.ignoreRobots {
+		return nil
+	}
+	allowed, delay, err := c.shared.robots.check(ctx, u, userAgent)
+	if err != nil {
+		return fmt.Errorf("robots.txt of %s: %w", u.Host, err)
+	}
+	if delay > 0 {
+		c.shared.limiter.SetCrawlDelay(u.Host, delay)
+	}
+	if !allowed {
+		return ErrRobotsTxtBlocked
+	}
+	return nil
+}
+
+// admit runs every check a request must pass before it may wait in the
+// frontier. When it returns nil the request holds a MaxRequests slot and,
+// unless it bypasses the visited check, is marked visited.
+func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
+	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
+		return err
+	}
+	if req.Method != "HEAD" {
+		req.robotsUA = cfg.userAgentOf(*req.Headers)
+		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
+			return err
+		}
+	}
+	if !c.reserveSlot(cfg) {
+		return ErrMaxRequests
+	}
+	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
+	if req.checkRevisit && !cfg.allowRevisit {
+		added, err := c.markVisited(ctx, req.visitKey)
+		if err != nil {
+			c.releaseSlot()
+			return fmt.Errorf("visited set: %w", err)
+		}
+		if !added {
+			c.releaseSlot()
+			return &AlreadyVisitedError{Destination: req.URL}
+		}
+		req.marked = true
+	}
+	return nil
+}
+
+// unadmit undoes admit for a request that could not be queued after all.
+func (c *Collector) unadmit(req *Request) {
+	c.releaseSlot()
+	c.forgetVisited(req)
+}
+
+// forgetVisited removes a failed request's visited mark so that it may be
+// tried again later.
+func (c *Collector) forgetVisited(req *Request) {
+	if !req.marked {
+		return
+	}
+	req.marked = false
+	keys := append([]uint64{req.visitKey}, req.redirectKeys...)
+	req.redirectKeys = nil
+	if vs, ok := c.storage().(storage.VisitedSet); ok {
+		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
+			c.logger.Warn("forgetting a failed request", "url", req.URL.String(), "err", err)
+		}
+	}
+}
+
+// reserveSlot takes one of MaxRequests slots with a CAS loop, so that the
+// limit holds exactly however many goroutines admit at once.
+func (c *Collector) reserveSlot(cfg *config) bool {
+	for {
+		n := c.requestCount.Load()
+		if cfg.maxRequests > 0 && n >= cfg.maxRequests {
+			return false
+		}
+		if c.requestCount.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
+
+// markVisited adds key to the visited set in one atomic step and reports
+// whether this call added it.
+func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
+	st := c.storage()
+	if vs, ok := st.(storage.VisitedSet); ok {
+		added, err := vs.AddVisited(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		return len(added) == 1 && added[0], nil
+	}
+	// A Colly-style store has only IsVisited and Visited: serialise the pair
+	// in-process, which is exact for one process.
+	c.visitMu.Lock()
+	defer c.visitMu.Unlock()
+	seen, err := st.IsVisited(key)
+	if err != nil || seen {
+		return false, err
+	}
+	return true, st.Visited(key)
+}

@@ -1,0 +1,528 @@
+package magpie
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/magpiecrawl/magpie/limits"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// defaultRequestTimeout bounds a whole fetch, body included.
+const defaultRequestTimeout = 10 * time.Second
+
+// httpBackend owns the one HTTP client of a collector and its clones.
+type httpBackend struct {
+	// mu guards client; a fetch copies the pointer, so replacing it never
+	// disturbs a fetch in flight.
+	mu     sync.RWMutex
+	client *http.Client
+	sh     *shared
+}
+
+func newHTTPBackend(sh *shared) *httpBackend {
+	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails with options
+	b := &httpBackend{sh: sh}
+	b.client = &http.Client{
+		Transport:     newTransport(),
+		Jar:           jar,
+		Timeout:       defaultRequestTimeout,
+		CheckRedirect: checkRedirect,
+	}
+	return b
+}
+
+// newTransport tunes the default transport for crawling: many idle
+// connections per host (the standard 2 makes a busy crawl open thousands of
+// connections) and no transparent gzip, since readBody decodes more than gzip.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 128
+	t.DisableCompression = true
+	return t
+}
+
+func (b *httpBackend) get() *http.Client {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.client
+}
+
+// update replaces the client with a modified copy.
+func (b *httpBackend) update(f func(*http.Client)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := *b.client
+	f(&n)
+	b.client = &n
+}
+
+func (b *httpBackend) setJar(j http.CookieJar) { b.update(func(c *http.Client) { c.Jar = j }) }
+
+// SetClient replaces the HTTP client (shared with clones). magpie keeps its
+// own redirect checks on it; use SetRedirectHandler for custom redirect rules.
+func (c *Collector) SetClient(client *http.Client) {
+	n := *client
+	n.CheckRedirect = checkRedirect
+	c.shared.backend.mu.Lock()
+	c.shared.backend.client = &n
+	c.shared.backend.mu.Unlock()
+}
+
+// WithTransport replaces the client's transport.
+func (c *Collector) WithTransport(rt http.RoundTripper) {
+	c.shared.backend.update(func(cl *http.Client) { cl.Transport = rt })
+}
+
+// SetRequestTimeout bounds each whole fetch, body included (default 10 s; 0: no bound).
+func (c *Collector) SetRequestTimeout(d time.Duration) {
+	c.shared.backend.update(func(cl *http.Client) { cl.Timeout = d })
+}
+
+// DisableCookies stops storing and sending cookies.
+func (c *Collector) DisableCookies() { c.shared.backend.setJar(nil) }
+
+// SetCookieJar replaces the cookie jar.
+func (c *Collector) SetCookieJar(j http.CookieJar) { c.shared.backend.setJar(j) }
+
+// SetCookies stores cookies for u in the jar; ErrNoCookieJar when cookies are disabled.
+func (c *Collector) SetCookies(u string, cookies []*http.Cookie) error {
+	j := c.shared.backend.get().Jar
+	if j == nil {
+		return ErrNoCookieJar
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	j.SetCookies(p, cookies)
+	return nil
+}
+
+// Cookies returns the cookies the jar would send to u (nil without a jar).
+func (c *Collector) Cookies(u string) []*http.Cookie {
+	j := c.shared.backend.get().Jar
+	if j == nil {
+		return nil
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil
+	}
+	return j.Cookies(p)
+}
+
+// SetProxy sends every request through the proxy at proxyURL.
+func (c *Collector) SetProxy(proxyURL string) error {
+	p, err := url.Parse(proxyURL)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return c.SetProxyFunc(http.ProxyURL(p))
+}
+
+// SetProxyFunc chooses a proxy per request. Keep-alives stay on: the
+// transport asks f for every request and pools connections per proxy. A
+// transport that is not an *http.Transport is replaced by a tuned one.
+func (c *Collector) SetProxyFunc(f ProxyFunc) error {
+	c.shared.backend.update(func(cl *http.Client) {
+		t, ok := cl.Transport.(*http.Transport)
+		if ok {
+			t = t.Clone()
+		} else {
+			t = newTransport()
+		}
+		t.Proxy = f
+		cl.Transport = t
+	})
+	return nil
+}
+
+// storageJar is a cookie jar kept in a storage.Storage, so that cookies
+// survive with the store. It merges through a public-suffix-aware jar to
+// scope cookies correctly.
+type storageJar struct {
+	store storage.Storage
+}
+
+func (j *storageJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
+	lines := make([]string, 0, len(cookies))
+	for _, ck := range cookies {
+		lines = append(lines, ck.String())
+	}
+	if cs, ok := j.store.(storage.CookieStore); ok {
+		_ = cs.PutCookies(context.Background(), u, strings.Join(lines, "\n")) // the jar interface has no error path
+		return
+	}
+	j.store.SetCookies(u, strings.Join(lines, "\n"))
+}
+
+func (j *storageJar) Cookies(u *url.URL) []*http.Cookie {
+	var s string
+	if cs, ok := j.store.(storage.CookieStore); ok {
+		s, _ = cs.GetCookies(context.Background(), u)
+	} else {
+		s = j.store.Cookies(u)
+	}
+	var out []*http.Cookie
+	for line := range strings.SplitSeq(s, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if ck, err := http.ParseSetCookie(line); err == nil {
+			out = append(out, &http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+	}
+	return out
+}
+
+// fetchStateKey keys the *fetchState in an outgoing request's context, so
+// that CheckRedirect knows which crawl request it serves.
+type fetchStateKey struct{}
+
+// fetchState follows one fetch through its redirects.
+type fetchState struct {
+	c     *Collector
+	cfg   *config
+	req   *Request
+	chain []*url.URL
+}
+
+// checkRedirect applies to every redirect hop the checks a new request gets:
+// URL and domain filters, depth (each hop is one level deeper), robots.txt
+// with the User-Agent sent, and the visited check (except for a cycle back
+// through this chain); then the user's redirect handler.
+func checkRedirect(next *http.Request, via []*http.Request) error {
+	st, _ := next.Context().Value(fetchStateKey{}).(*fetchState)
+	if st == nil {
+		if len(via) >= 10 {
+			return ErrTooManyRedirects
+		}
+		return nil
+	}
+	if err := st.check(next, via); err != nil {
+		return fmt.Errorf("Not following redirect to %q: %w", next.URL.String(), err)
+	}
+	return nil
+}
+
+func (st *fetchState) check(next *http.Request, via []*http.Request) error {
+	if len(via) >= st.cfg.redirectMaxHops {
+		return ErrTooManyRedirects
+	}
+	c, cfg, req := st.c, st.cfg, st.req
+	prev := via[len(via)-1]
+	depth := req.Depth + len(via)
+	if err := cfg.checkURL(next.URL, depth); err != nil {
+		return err
+	}
+	if next.Method != http.MethodHead {
+		if err := c.checkRobots(next.Context(), cfg, next.URL, next.Header.Get("User-Agent")); err != nil {
+			return err
+		}
+	}
+	cycle := slices.ContainsFunc(via, func(v *http.Request) bool { return sameURL(v.URL, next.URL, cfg.sortQuery) })
+	if req.checkRevisit && !cfg.allowRevisit && !cycle {
+		key := requestKey(next.Method, canonicalURL(next.URL, cfg.sortQuery), nil)
+		added, err := c.markVisited(next.Context(), key)
+		if err != nil {
+			return err
+		}
+		if !added {
+			return &AlreadyVisitedError{Destination: next.URL}
+		}
+		req.redirectKeys = append(req.redirectKeys, key)
+	}
+	if !strings.EqualFold(prev.URL.Host, next.URL.Host) {
+		// Credentials and explicit cookies belong to the first host; the
+		// jar adds the new host's own cookies after this check.
+		next.Header.Del("Authorization")
+		next.Header.Del("Cookie")
+		next.Header.Del("Proxy-Authorization")
+	}
+	c.shared.redirectMu.RLock()
+	h := c.shared.redirectHandler
+	c.shared.redirectMu.RUnlock()
+	if h != nil {
+		if err := h(next, via); err != nil {
+			return err
+		}
+	}
+	st.chain = append(st.chain, prev.URL)
+	return nil
+}
+
+func sameURL(a, b *url.URL, sortQuery bool) bool {
+	return canonicalURL(a, sortQuery) == canonicalURL(b, sortQuery)
+}
+
+// cacheKey is the file-cache key of a GET: sha1 of method and canonical URL.
+func cacheKey(req *Request, cfg *config) string {
+	sum := sha1.Sum([]byte(req.Method + " " + canonicalURL(req.URL, cfg.sortQuery)))
+	return hex.EncodeToString(sum[:])
+}
+
+// fetched is the raw outcome of one HTTP exchange, before callbacks.
+type fetched struct {
+	status     int
+	statusText string
+	header     http.Header
+	body       io.ReadCloser
+	finalURL   *url.URL
+	redirects  []*url.URL
+	trace      *HTTPTrace
+	proxyURL   string
+	latency    time.Duration
+}
+
+// roundTrip sends req and returns the response with its body unread.
+func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, method string) (*fetched, error) {
+	var body io.Reader
+	if req.bodyBytes != nil {
+		body = bytes.NewReader(req.bodyBytes)
+	} else if req.Body != nil {
+		body = req.Body
+	}
+	st := &fetchState{c: c, cfg: cfg, req: req}
+	ctx = context.WithValue(ctx, fetchStateKey{}, st)
+	hreq, err := http.NewRequestWithContext(ctx, method, req.URL.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	hreq.Header = req.Headers.Clone()
+	if _, ok := hreq.Header["User-Agent"]; !ok {
+		hreq.Header.Set("User-Agent", cfg.userAgent)
+	}
+	if _, ok := hreq.Header["Accept-Encoding"]; !ok {
+		hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	}
+	if req.Host != "" {
+		hreq.Host = req.Host
+	}
+	var trace *HTTPTrace
+	if cfg.traceHTTP {
+		trace = &HTTPTrace{}
+		hreq = trace.WithTrace(hreq)
+	}
+	start := time.Now()
+	res, err := c.shared.backend.get().Do(hreq)
+	f := &fetched{trace: trace, redirects: st.chain, latency: time.Since(start)}
+	if v, ok := hreq.Context().Value(ProxyURLKey).(string); ok {
+		f.proxyURL = v
+	}
+	if err != nil {
+		return f, err
+	}
+	if res.Request != nil {
+		if v, ok := res.Request.Context().Value(ProxyURLKey).(string); ok {
+			f.proxyURL = v
+		}
+		f.finalURL = res.Request.URL
+	}
+	f.status, f.statusText, f.header, f.body = res.StatusCode, res.Status, res.Header, res.Body
+	return f, nil
+}
+
+// isTimeout reports network timeouts, for the retry policy.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// fetch is the download stage of one request: OnRequest, cache, OnRequestHeaders,
+// the HTTP exchange, OnResponseHeaders and the body. It never fails outright;
+// the error travels in the Response to the analyzer.
+func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Response {
+	resp := &Response{Request: req, Ctx: req.Ctx}
+	result := limits.Result{}
+	defer func() { req.ticket.Done(result) }()
+	fail := func(err error) *Response {
+		resp.err = err
+		result.Err = err
+		return resp
+	}
+	cbs := c.snapshotCallbacks()
+	if _, ok := (*req.Headers)["Accept"]; !ok {
+		req.Headers.Set("Accept", "*/*")
+	}
+	for _, f := range cbs.request {
+		if err := c.safely("OnRequest", func() { f(req) }); err != nil {
+			return fail(err)
+		}
+	}
+	if req.IsAbort() {
+		resp.aborted = true
+		return resp
+	}
+	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
+	// does): robots.txt must judge the agent actually sent.
+	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
+		if err := c.checkRobots(ctx, cfg, req.URL, ua); err != nil {
+			return fail(err)
+		}
+	}
+	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
+		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if req.stdCtx != nil {
+		stop := context.AfterFunc(req.stdCtx, cancel)
+		defer stop()
+	}
+	useCache := cfg.cache != nil && req.Method == http.MethodGet && req.Headers.Get("Cache-Control") != "no-cache"
+	if useCache {
+		if cr, ok := cfg.cache.get(cacheKey(req, cfg)); ok {
+			resp.StatusCode, resp.Body, resp.FromCache = cr.StatusCode, cr.Body, true
+			h := cr.Header.Clone()
+			resp.Headers = &h
+			if u, err := url.Parse(cr.URL); err == nil && cr.URL != "" {
+				req.URL = u
+			}
+			result.StatusCode = cr.StatusCode
+			if err := c.responseHeaders(cbs, resp); err != nil {
+				return fail(err)
+			}
+			return c.finishBody(cfg, resp)
+		}
+	}
+	for _, f := range cbs.requestHeaders {
+		if err := c.safely("OnRequestHeaders", func() { f(req) }); err != nil {
+			return fail(err)
+		}
+	}
+	if req.IsAbort() {
+		return fail(ErrAbortedBeforeRequest)
+	}
+	if cfg.checkHead && req.Method == http.MethodGet {
+		f, err := c.roundTrip(hctx, cfg, req, http.MethodHead)
+		if err != nil {
+			return fail(err)
+		}
+		_ = f.body.Close()
+		if f.status >= 300 && !cfg.parseHTTPErrors {
+			return fail(&HTTPError{StatusCode: f.status, Status: f.statusText})
+		}
+	}
+	f, err := c.roundTrip(hctx, cfg, req, req.Method)
+	if f != nil {
+		req.ProxyURL = f.proxyURL
+		result.Latency = f.latency
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer f.body.Close()
+	if f.finalURL != nil {
+		req.URL = f.finalURL
+	}
+	resp.StatusCode, resp.Headers, resp.Redirects, resp.Trace = f.status, &f.header, f.redirects, f.trace
+	resp.retryAfter = parseRetryAfter(f.header.Get("Retry-After"))
+	result.StatusCode, result.RetryAfter = f.status, resp.retryAfter
+	if err := c.responseHeaders(cbs, resp); err != nil {
+		return fail(err)
+	}
+	body, truncated, err := readBody(f.body, f.header, req.URL.Path, int64(cfg.maxBodySize))
+	if err != nil {
+		return fail(fmt.Errorf("reading body: %w", err))
+	}
+	c.responseCount.Add(1)
+	resp.Body, resp.Truncated = body, truncated
+	if truncated {
+		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.String(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
+	}
+	if useCache {
+		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
+		if err := cfg.cache.put(cacheKey(req, cfg), cr); err != nil {
+			c.logger.Warn("caching response", "url", req.URL.String(), "err", err)
+		}
+	}
+	resp = c.finishBody(cfg, resp)
+	result.Err = resp.err
+	return resp
+}
+
+// responseHeaders runs OnResponseHeaders; Abort there fails the request.
+func (c *Collector) responseHeaders(cbs callbacks, resp *Response) error {
+	for _, f := range cbs.responseHeaders {
+		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
+			return err
+		}
+	}
+	if resp.Request.IsAbort() {
+		return ErrAbortedAfterHeaders
+	}
+	return nil
+}
+
+// finishBody applies the status check and converts text to UTF-8.
+func (c *Collector) finishBody(cfg *config, resp *Response) *Response {
+	if resp.StatusCode >= 300 && !cfg.parseHTTPErrors {
+		resp.err = &HTTPError{StatusCode: resp.StatusCode, Status: http.StatusText(resp.StatusCode)}
+	}
+	ct := ""
+	if resp.Headers != nil {
+		ct = resp.Headers.Get("Content-Type")
+	}
+	body, err := toUTF8(resp.Body, ct, resp.Request.ResponseCharacterEncoding, cfg.detectCharset)
+	if err != nil {
+		c.logger.Warn("charset conversion failed; body left as received", "url", resp.Request.URL.String(), "err", err)
+	} else {
+		resp.Body = body
+	}
+	return resp
+}
+
+// parseRetryAfter reads Retry-After in seconds or as an HTTP date (0 if absent or invalid).
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// maxRobotsSize caps a robots.txt body; Google reads at most 500 KiB.
+const maxRobotsSize = 500 << 10
+
+// fetchRobots fetches a robots.txt for the robots cache, with the collector's
+// client and User-Agent, outside the limiter and the callbacks.
+func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	hreq.Header.Set("User-Agent", c.UserAgent)
+	hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	res, err := c.shared.backend.get().Do(hreq)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	body, _, err := readBody(res.Body, res.Header, u.Path, maxRobotsSize)
+	return res.StatusCode, body, err
+}

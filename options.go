@@ -1,0 +1,211 @@
+package magpie
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+)
+
+// CollectorOption sets one setting of a Collector; pass options to NewCollector.
+type CollectorOption func(*Collector)
+
+// UserAgent sets the User-Agent sent with requests that do not set their own.
+func UserAgent(ua string) CollectorOption {
+	return func(c *Collector) { c.UserAgent = ua }
+}
+
+// Headers sets default headers copied into every request made without
+// explicit headers. A "Host" entry sets Request.Host.
+func Headers(headers map[string]string) CollectorOption {
+	return func(c *Collector) {
+		h := http.Header{}
+		for k, v := range headers {
+			h.Set(k, v)
+		}
+		c.Headers = &h
+	}
+}
+
+// MaxDepth refuses requests deeper than depth with ErrMaxDepth (0: no limit).
+// c.Visit makes depth-1 requests; Request.Visit and each redirect hop add one.
+func MaxDepth(depth int) CollectorOption {
+	return func(c *Collector) { c.MaxDepth = depth }
+}
+
+// MaxRequests admits at most n requests (0: no limit); later ones are refused
+// with ErrMaxRequests. The count is exact under concurrency.
+func MaxRequests(n uint32) CollectorOption {
+	return func(c *Collector) { c.MaxRequests = n }
+}
+
+// AllowedDomains restricts requests to these hostnames (the port is ignored;
+// an entry written as host:port also matches that hostname).
+func AllowedDomains(domains ...string) CollectorOption {
+	return func(c *Collector) { c.AllowedDomains = domains }
+}
+
+// DisallowedDomains refuses requests to these hostnames; checked before AllowedDomains.
+func DisallowedDomains(domains ...string) CollectorOption {
+	return func(c *Collector) { c.DisallowedDomains = domains }
+}
+
+// DisallowedURLFilters refuses URLs that match any of filters with ErrForbiddenURL.
+func DisallowedURLFilters(filters ...*regexp.Regexp) CollectorOption {
+	return func(c *Collector) { c.DisallowedURLFilters = filters }
+}
+
+// URLFilters, when non-empty, admits only URLs that match one of filters;
+// others are refused with ErrNoURLFiltersMatch.
+func URLFilters(filters ...*regexp.Regexp) CollectorOption {
+	return func(c *Collector) { c.URLFilters = filters }
+}
+
+// AllowURLRevisit turns the visited check off: the same request may be made again.
+func AllowURLRevisit() CollectorOption {
+	return func(c *Collector) { c.AllowURLRevisit = true }
+}
+
+// MaxBodySize caps the decoded body at size bytes (0: no limit; default
+// 10 MiB). A capped body sets Response.Truncated and logs a warning.
+func MaxBodySize(size int) CollectorOption {
+	return func(c *Collector) { c.MaxBodySize = size }
+}
+
+// CacheDir caches GET responses as files under path ("" turns the cache off).
+func CacheDir(path string) CollectorOption {
+	return func(c *Collector) { c.CacheDir = path }
+}
+
+// CacheExpiration makes cached responses older than d misses (0: never expire).
+func CacheExpiration(d time.Duration) CollectorOption {
+	return func(c *Collector) { c.CacheExpiration = d }
+}
+
+// IgnoreRobotsTxt stops obeying robots.txt, which magpie obeys by default (Colly does not).
+func IgnoreRobotsTxt() CollectorOption {
+	return func(c *Collector) { c.IgnoreRobotsTxt = true }
+}
+
+// Async makes Visit admit the request and return at once; call Wait to let
+// the crawl finish. Async() and Async(true) turn it on, Async(false) off.
+func Async(a ...bool) CollectorOption {
+	return func(c *Collector) { c.Async = len(a) == 0 || a[0] }
+}
+
+// ParseHTTPErrorResponse treats responses with status 300 and above like
+// successes: OnResponse and OnHTML run, OnError does not.
+func ParseHTTPErrorResponse() CollectorOption {
+	return func(c *Collector) { c.ParseHTTPErrorResponse = true }
+}
+
+// DetectCharset guesses the charset of text bodies that declare none.
+func DetectCharset() CollectorOption {
+	return func(c *Collector) { c.DetectCharset = true }
+}
+
+// CheckHead makes each GET preceded by a HEAD; the GET is made only if the HEAD succeeds.
+func CheckHead() CollectorOption {
+	return func(c *Collector) { c.CheckHead = true }
+}
+
+// TraceHTTP fills Response.Trace with connection timings.
+func TraceHTTP() CollectorOption {
+	return func(c *Collector) { c.TraceHTTP = true }
+}
+
+// StdlibContext sets the context every fetch runs under: cancelling it makes
+// pending fetches fail with the context's error.
+func StdlibContext(ctx context.Context) CollectorOption {
+	return func(c *Collector) { c.Context = ctx }
+}
+
+// ID sets the collector's ID.
+func ID(id uint32) CollectorOption {
+	return func(c *Collector) { c.ID = id }
+}
+
+// Logger sets the logger for the crawl lifecycle (silent by default).
+func Logger(l *slog.Logger) CollectorOption {
+	return func(c *Collector) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// SortQueryKeys makes the visited key sort query parameters, so that ?a=1&b=2
+// and ?b=2&a=1 count as one URL. Off by default: some sites give order meaning.
+func SortQueryKeys() CollectorOption {
+	return func(c *Collector) { c.SortQuery = true }
+}
+
+// Workers sets how many downloads run at once for Visit and Wait (default 16).
+// Per-host politeness is set with Limit; queue.Run uses its own thread count.
+func Workers(n int) CollectorOption {
+	return func(c *Collector) {
+		if n > 0 {
+			c.workers = n
+		}
+	}
+}
+
+// RetryPolicy turns automatic retries on (off by default, as in Colly).
+func RetryPolicy(p RetryOptions) CollectorOption {
+	return func(c *Collector) {
+		p = p.withDefaults()
+		c.retry = &p
+	}
+}
+
+// RetryOptions configure automatic retries (RetryPolicy). A retried request
+// goes back to the frontier with a not-before time: it holds no worker while
+// it waits and other hosts' work goes ahead. The final failure reaches
+// OnError as a *RetryError carrying the attempt count.
+type RetryOptions struct {
+	// MaxAttempts is the most tries of one request, the first included (default 3).
+	MaxAttempts int
+	// BaseDelay is the wait before the first retry; it doubles each attempt (default 500 ms).
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff, jitter included (default 30 s). A longer
+	// Retry-After from the server is still honoured.
+	MaxDelay time.Duration
+	// Statuses are the HTTP statuses retried (default 408, 425, 429, 500, 502, 503, 504).
+	Statuses []int
+	// IgnoreNetworkErrors stops retrying transport errors and timeouts,
+	// which are retried by default.
+	IgnoreNetworkErrors bool
+}
+
+func (p RetryOptions) withDefaults() RetryOptions {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	if p.Statuses == nil {
+		p.Statuses = []int{408, 425, 429, 500, 502, 503, 504}
+	}
+	return p
+}
+
+// backoff is the wait before try attempt+1: BaseDelay doubled per attempt,
+// capped at MaxDelay, with "equal jitter" (half fixed, half random) so that
+// failures of many requests do not retry in lockstep.
+func (p *RetryOptions) backoff(attempt int, random func(int64) int64) time.Duration {
+	d := p.BaseDelay
+	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	half := d / 2
+	if half <= 0 {
+		return d
+	}
+	return half + time.Duration(random(int64(half)+1))
+}

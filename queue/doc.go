@@ -1,0 +1,62 @@
+// Package queue runs a crawl from a queue of requests with a fixed number of
+// consumer threads, as Colly's queue package does, on magpie's engine.
+//
+//	q, err := queue.New(8, nil) // nil: in-memory, MaxSize 100000
+//	if err != nil { ... }
+//	for _, u := range seeds {
+//		q.AddURL(u)
+//	}
+//	err = q.Run(c)
+//
+// # The life of a queued request
+//
+// AddURL and AddRequest marshal a request (Request.Marshal) and push it into
+// the queue's Storage. Run hands the Storage to Collector.RunQueue, which
+// leases entries, decodes them, admits them like any Visit (domains, depth,
+// robots, visited set, MaxRequests) and fetches them with Threads download
+// workers. Requests that callbacks discover (e.Request.Visit) are pushed into
+// the same Storage, so a shared Storage sees every link. An entry is
+// acknowledged when its request is done — fetched, refused or failed — and
+// released back to the Storage when the run stops first. Run returns when the
+// Storage is empty and nothing is in flight, after Stop, or when its context
+// is done. An entry that does not decode is reported (OnError and Run's
+// error) and counted, never skipped silently.
+//
+// # Differences from Colly
+//
+//   - AddURL starts at depth 1, like c.Visit (Colly: 0), so MaxDepth means the
+//     same with and without a queue.
+//   - AddRequest never blocks, before, during or after Run (Colly blocks
+//     forever after Run returned).
+//   - A second concurrent Run returns ErrRunning (Colly panics); Run may be
+//     called again after it returns.
+//   - Stop does not leak goroutines, and unfinished requests stay in the
+//     Storage for a later Run.
+//   - With an Async collector, Run still waits for the whole crawl.
+//   - Errors, including requests refused before fetching, reach OnError.
+//
+// # Storage
+//
+// Storage is storage.Queue: at-least-once delivery with leases. The mapping
+// from Colly's four-method queue storage is:
+//
+//	Colly                      storage.Queue
+//	Init() error               (New calls Init if the storage has one)
+//	AddRequest(b)              Push(ctx, b...)       batched, all or none
+//	GetRequest() (b, err)      Lease(ctx, n, ttl)    the entry stays until Ack;
+//	                                                 Release(id, notBefore) puts it
+//	                                                 back (now or later); an expired
+//	                                                 lease comes back by itself
+//	(nil, nil when empty)      ErrEmpty (storage.ErrQueueEmpty)
+//	QueueSize() (int, err)     Len(ctx)              ready, delayed and leased counts
+//
+// InMemoryQueueStorage keeps Colly's name and MaxSize field; the
+// storage/sqlitestore and storage/redisstore packages persist the queue. A
+// Colly storage is used through FromColly, which only gives at-most-once
+// delivery, because Colly's GetRequest removes a request for good.
+//
+// # Concurrency
+//
+// A Queue is safe for concurrent use. Run owns every goroutine it starts and
+// returns only after they have exited. The Queue never closes its Storage.
+package queue

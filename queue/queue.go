@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Storage is where a Queue keeps its pending requests: any storage.Queue,
+// such as InMemoryQueueStorage, storage/sqlitestore or storage/redisstore. A
+// Colly queue storage is adapted with FromColly.
+type Storage = storage.Queue
+
+// DefaultMaxSize is the MaxSize of the in-memory storage New creates when
+// given none, as in Colly.
+const DefaultMaxSize = 100000
+
+// Queue is a consumer-thread queue: requests are added to its Storage with
+// AddURL and AddRequest, and Run crawls them with Threads concurrent
+// downloads, pushing every request the callbacks discover back into the same
+// Storage, until the Storage is empty and nothing is in flight.
+//
+// Create one with New. A Queue is safe for concurrent use: AddURL and
+// AddRequest never block and may be called before, during and after Run;
+// Run may be called again after it returns; Stop may be called from any
+// goroutine, callbacks included. The Queue does not close its Storage: the
+// caller who created a storage closes it (New's default in-memory storage
+// needs no closing).
+type Queue struct {
+	// Threads is the number of concurrent downloads Run uses. It is read
+	// when Run starts.
+	Threads int
+
+	storage Storage
+
+	// mu guards running, cancel and stopped.
+	mu      sync.Mutex
+	running bool
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+// New returns a Queue running threads concurrent downloads over s. A nil s
+// means a fresh &InMemoryQueueStorage{MaxSize: DefaultMaxSize}. If s has an
+// Init() error method (as Colly storages do) New calls it.
+func New(threads int, s Storage) (*Queue, error) {
+	if threads < 1 {
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidThreads, threads)
+	}
+	if s == nil {
+		s = &InMemoryQueueStorage{MaxSize: DefaultMaxSize}
+	}
+	if i, ok := s.(interface{ Init() error }); ok {
+		if err := i.Init(); err != nil {
+			return nil, fmt.Errorf("queue: init storage: %w", err)
+		}
+	}
+	return &Queue{Threads: threads, storage: s}, nil
+}
+
+// Storage returns the queue's storage.
+func (q *Queue) Storage() Storage { return q.storage }
+
+// AddURL adds a GET request for u at depth 1 (the depth of c.Visit; Colly
+// uses 0). The URL is checked by the Collector when the request runs, not
+// here, except that it must parse.
+func (q *Queue) AddURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("queue: AddURL(%q): %w", u, err)
+	}
+	return q.AddRequest(&magpie.Request{
+		URL:     p,
+		Method:  http.MethodGet,
+		Depth:   1,
+		Headers: &http.Header{},
+		Ctx:     magpie.NewContext(),
+	})
+}
+
+// AddRequest adds r, encoded with r.Marshal, to the storage. It never waits
+// for a running crawl; it returns ErrQueueFull when the storage is full.
+func (q *Queue) AddRequest(r *magpie.Request) error {
+	if r == nil {
+		return errors.New("queue: AddRequest(nil)")
+	}
+	data, err := marshal(r)
+	if err != nil {
+		return fmt.Errorf("queue: marshal request: %w", err)
+	}
+	return q.storage.Push(context.Background(), data)
+}
+
+// Size returns the number of requests not yet done: pending and in flight.
+func (q *Queue) Size() (int, error) {
+	l, err := q.storage.Len(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	return l.Total(), nil
+}
+
+// IsEmpty reports whether Size is 0; a storage error counts as not empty.
+func (q *Queue) IsEmpty() bool {
+	n, err := q.Size()
+	return err == nil && n == 0
+}
+
+// Run crawls the queue with c until the storage is empty and nothing is in
+// flight, or until Stop. It is RunContext with context.Background().
+func (q *Queue) Run(c *magpie.Collector) error {
+	return q.RunContext(context.Background(), c)
+}
+
+// RunContext crawls the queue with c until the storage is empty and nothing
+// is in flight, until Stop, or until ctx is done. Requests that callbacks
+// discover go into the same storage. It waits for the whole crawl even with
+// an Async collector. After Stop it returns nil; requests not finished stay
+// in the storage for a later Run. A second Run while one is running returns
+// ErrRunning.
+func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
+	if c == nil {
+		return ErrNilCollector
+	}
+	q.mu.Lock()
+	if q.running {
+		q.mu.Unlock()
+		return ErrRunning
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	q.running, q.cancel, q.stopped = true, cancel, false
+	threads := q.Threads
+	q.mu.Unlock()
+
+	err := runQueue(runCtx, c, q.storage, max(threads, 1))
+
+	q.mu.Lock()
+	stopped := q.stopped
+	q.running, q.cancel = false, nil
+	q.mu.Unlock()
+	cancel()
+	if stopped && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Stop asks a running Run to return. It does not wait: in-flight requests
+// finish or are released back to the storage, and then Run returns. Stop
+// when nothing runs does nothing.
+func (q *Queue) Stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.running {
+		q.stopped = true
+		q.cancel()
+	}
+}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+)
+
+// testArgs returns small but valid data args.
+func testArgs() DataArgs {
+	p := PoolArgs{BufferCap: 16, MaxBufferNumber: 4}
+	return DataArgs{Request: p, Response: p, Item: p, ErrorBuffer: 64, DownloadWorkers: 4, AnalyzeWorkers: 2, PipelineWorkers: 2}
+}
+
+// treeCrawl is a fake site of n pages: page i links to 2i+1 and 2i+2, plus a
+// link back to page 0 so that admission must dedupe. It records how many
+// times each page was downloaded.
+type treeCrawl struct {
+	n int
+
+	mu         sync.Mutex // guards downloads, seen, items
+	downloads  map[int]int
+	seen       map[int]bool
+	items      int
+	dupRefused int
+}
+
+func newTreeCrawl(n int) *treeCrawl {
+	return &treeCrawl{n: n, downloads: make(map[int]int), seen: make(map[int]bool)}
+}
+
+func (tc *treeCrawl) download(ctx context.Context, req int) (int, error) {
+	tc.mu.Lock()
+	tc.downloads[req]++
+	tc.mu.Unlock()
+	return req, nil
+}
+
+func (tc *treeCrawl) parse(ctx context.Context, resp int, body io.Reader) ([]int, []int, []error) {
+	var reqs []int
+	for _, c := range []int{2*resp + 1, 2*resp + 2, 0} {
+		if c < tc.n {
+			reqs = append(reqs, c)
+		}
+	}
+	return reqs, []int{resp}, nil
+}
+
+func (tc *treeCrawl) admit(ctx context.Context, req int) error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.seen[req] {
+		tc.dupRefused++
+		return errDuplicate
+	}
+	tc.seen[req] = true
+	return nil
+}
+
+var errDuplicate = fmt.Errorf("already seen")
+
+func (tc *treeCrawl) pipe(ctx context.Context, item int) (int, error) {
+	tc.mu.Lock()
+	tc.items++
+	tc.mu.Unlock()
+	return item, nil
+}
+
+// modules builds nd downloaders, one analyzer and one pipeline over tc.
+func (tc *treeCrawl) modules(t testing.TB, nd int) ModuleArgs[int, int, int] {
+	t.Helper()
+	var ma ModuleArgs[int, int, int]
+	for i := range nd {
+		d, err := NewDownloader[int, int](fmt.Sprintf("127.0.0.1:%d", 8000+i), nil, tc.download)
+		if err != nil {
+			t.Fatalf("NewDownloader() error = %v", err)
+		}
+		ma.Downloaders = append(ma.Downloaders, d)
+	}
+	a, err := NewAnalyzer[int, int, int]("", nil, nil, tc.parse)
+	if err != nil {
+		t.Fatalf("NewAnalyzer() error = %v", err)
+	}
+	p, err := NewPipeline[int]("", nil, false, tc.pipe)
+	if err != nil {
+		t.Fatalf("NewPipeline() error = %v", err)
+	}
+	ma.Analyzers = []Analyzer[int, int, int]{a}
+	ma.Pipelines = []Pipeline[int]{p}
+	return ma
+}
+
+// drainErrors reads s.Errors() until it is closed, on a goroutine the test
+// waits for; it returns a function that waits and returns what was read.
+func drainErrors(ch <-chan error) func() []error {
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for err := range ch {
+			errs = append(errs, err)
+		}
+	}()
+	return func() []error { <-done; return errs }
+}

@@ -1,0 +1,263 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/magpiecrawl/magpie/internal/buffer"
+)
+
+// Scheduler runs requests through download, analyze and pipeline stages
+// joined by buffer pools (see the package doc). Build it with New, then Init,
+// Start, and finally Stop. It is safe for concurrent use.
+type Scheduler[Req, Resp, Item any] struct {
+	mu     sync.Mutex   // guards lifecycle transitions and run replacement
+	status atomic.Int32 // a Status; written under mu, read freely
+	run    atomic.Pointer[run[Req, Resp, Item]]
+}
+
+// New returns an uninitialized scheduler.
+func New[Req, Resp, Item any]() *Scheduler[Req, Resp, Item] {
+	return &Scheduler[Req, Resp, Item]{}
+}
+
+// Status returns the current lifecycle state.
+func (s *Scheduler[Req, Resp, Item]) Status() Status { return Status(s.status.Load()) }
+
+// begin moves to the transitional state to if the current state allows it,
+// returning the state it left.
+func (s *Scheduler[Req, Resp, Item]) begin(to Status) (Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := s.Status()
+	if err := checkTransition(from, to); err != nil {
+		return from, err
+	}
+	s.status.Store(int32(to))
+	return from, nil
+}
+
+func (s *Scheduler[Req, Resp, Item]) set(st Status) {
+	s.mu.Lock()
+	s.status.Store(int32(st))
+	s.mu.Unlock()
+}
+
+// Init checks the arguments, builds the pools and registers the modules. It
+// is allowed when the scheduler is uninitialized, initialized or stopped; on
+// error the status is left as it was. Errors wrap ErrInvalidArgs (naming the
+// bad field), ErrDuplicateModule or ErrIllegalTransition.
+func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) error {
+	from, err := s.begin(StatusInitializing)
+	if err != nil {
+		return err
+	}
+	if old := s.run.Load(); old != nil && old.stopAfter != nil {
+		// A run stopped by its context finishes stopping in the watcher;
+		// let it return before the run is replaced.
+		<-old.afterDone
+	}
+	r, err := s.build(ra, da, ma)
+	if err != nil {
+		s.set(from)
+		return err
+	}
+	s.run.Store(r)
+	s.set(StatusInitialized)
+	return nil
+}
+
+func (s *Scheduler[Req, Resp, Item]) build(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) (*run[Req, Resp, Item], error) {
+	for _, c := range []interface{ Check() error }{ra, da, ma} {
+		if err := c.Check(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := newRun[Req, Resp, Item](ra, da)
+	if err != nil {
+		return nil, err
+	}
+	var mods []Module
+	for _, m := range ma.Downloaders {
+		mods = append(mods, m)
+	}
+	for _, m := range ma.Analyzers {
+		mods = append(mods, m)
+	}
+	for _, m := range ma.Pipelines {
+		mods = append(mods, m)
+	}
+	for _, m := range mods {
+		if _, err := r.reg.Register(m); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidArgs, err)
+		}
+	}
+	return r, nil
+}
+
+// Start launches the fixed worker pools and returns at once; the first
+// requests go through Admit and are queued without blocking. The run ends on
+// Stop, or when ctx is cancelled, which stops the scheduler as Stop would.
+// Starting again after a stop needs Init again.
+func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgs)
+	}
+	if _, err := s.begin(StatusStarting); err != nil {
+		return err
+	}
+	r := s.run.Load()
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.start()
+
+	s.mu.Lock()
+	r.stopAfter = context.AfterFunc(ctx, func() {
+		defer close(r.afterDone)
+		_ = s.stop(r)
+	})
+	s.status.Store(int32(StatusStarted))
+	s.mu.Unlock()
+
+	first = r.admitAll(first)
+	r.pending.add(int64(len(first)))
+	r.stats.requestsAccepted.Add(uint64(len(first)))
+	for _, req := range first {
+		r.enqueue(req)
+	}
+	return nil
+}
+
+// Submit adds requests from outside the crawl, without Admit, blocking while
+// the request pool is full. It gives up with ctx.Err() when ctx is done and
+// returns ErrNotStarted unless the scheduler is started (or once it stops
+// while Submit waits). Requests before the failing one were queued.
+func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) error {
+	r := s.run.Load()
+	if r == nil || s.Status() != StatusStarted {
+		return ErrNotStarted
+	}
+	for _, req := range reqs {
+		r.pending.add(1)
+		if err := r.reqs.Put(ctx, req); err != nil {
+			r.pending.add(-1)
+			if errors.Is(err, buffer.ErrClosed) {
+				return ErrNotStarted
+			}
+			return err
+		}
+		r.stats.requestsAccepted.Add(1)
+	}
+	return nil
+}
+
+// Stop cancels in-flight work through the run's context, waits for every
+// goroutine the scheduler started, and records in Summary (and Leftovers) the
+// requests, responses and items still queued. It is allowed only when
+// started; a run already stopped by its context reports a *TransitionError.
+func (s *Scheduler[Req, Resp, Item]) Stop() error {
+	r := s.run.Load()
+	if err := s.stop(r); err != nil {
+		return err
+	}
+	if r.stopAfter() {
+		close(r.afterDone) // the watcher will never run
+	} else {
+		// The watcher has started; it will find the run stopping and
+		// return. Wait so it does not outlive Stop.
+		<-r.afterDone
+	}
+	return nil
+}
+
+func (s *Scheduler[Req, Resp, Item]) stop(r *run[Req, Resp, Item]) error {
+	s.mu.Lock()
+	from := s.Status()
+	if s.run.Load() != r || from != StatusStarted {
+		s.mu.Unlock()
+		return &TransitionError{From: from, To: StatusStopping}
+	}
+	s.status.Store(int32(StatusStopping))
+	s.mu.Unlock()
+
+	r.shutdown()
+	s.set(StatusStopped)
+	close(r.done)
+	return nil
+}
+
+// Errors returns the channel every stage reports to, as *StageError values;
+// a recovered panic wraps ErrPanic. The channel is closed when the run stops
+// and replaced by Init. It is buffered (DataArgs.ErrorBuffer): when nobody
+// reads, errors are dropped and counted in Summary rather than blocking the
+// crawl. Before the first Init it returns nil.
+func (s *Scheduler[Req, Resp, Item]) Errors() <-chan error {
+	if r := s.run.Load(); r != nil {
+		return r.errs
+	}
+	return nil
+}
+
+// Idle reports whether nothing is queued, downloading, being analysed or in a
+// pipeline.
+func (s *Scheduler[Req, Resp, Item]) Idle() bool {
+	r := s.run.Load()
+	return r == nil || r.pending.load() == 0
+}
+
+// Wait blocks until the scheduler is idle, including work added while
+// waiting, and returns nil. It returns ctx.Err() if ctx is done first, and
+// ErrStopped if the run was stopped with work still pending.
+func (s *Scheduler[Req, Resp, Item]) Wait(ctx context.Context) error {
+	for {
+		r := s.run.Load()
+		if r == nil {
+			return nil
+		}
+		idle := r.pending.wait()
+		select {
+		case <-idle:
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-r.done:
+			if r.stoppedBusy.Load() {
+				return ErrStopped
+			}
+			return nil
+		default:
+		}
+		if r.pending.load() == 0 {
+			return nil
+		}
+	}
+}
+
+// Leftovers returns what the last stopped run still held when it stopped
+// (empty while running or before any stop). The slices are the caller's.
+func (s *Scheduler[Req, Resp, Item]) Leftovers() Leftovers[Req, Resp, Item] {
+	r := s.run.Load()
+	if r == nil {
+		return Leftovers[Req, Resp, Item]{}
+	}
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	return Leftovers[Req, Resp, Item]{
+		Requests:  append([]Req(nil), r.left.Requests...),
+		Responses: append([]Resp(nil), r.left.Responses...),
+		Items:     append([]Item(nil), r.left.Items...),
+	}
+}
+
+// Registrar returns the current run's registrar, so modules can be added or
+// removed while running; nil before the first Init.
+func (s *Scheduler[Req, Resp, Item]) Registrar() *Registrar {
+	if r := s.run.Load(); r != nil {
+		return r.reg
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package scheduler
+
+import "fmt"
+
+// feed moves overflow requests into the request pool. It is the only place
+// that blocks on a full request pool for analyzer output, and nothing waits on
+// it, so it cannot close a cycle.
+func (r *run[Req, Resp, Item]) feed() {
+	defer r.wg.Done()
+	o := &r.overflow
+	for {
+		select {
+		case <-o.signal:
+		case <-r.ctx.Done():
+			return
+		}
+		for {
+			o.mu.Lock()
+			batch := o.list
+			o.list = nil
+			o.n.Store(0)
+			o.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for i, req := range batch {
+				if err := r.reqs.Put(r.ctx, req); err != nil {
+					r.leaveRequests(batch[i:]...)
+					return
+				}
+			}
+		}
+	}
+}
+
+func (r *run[Req, Resp, Item]) downloadLoop() {
+	defer r.wg.Done()
+	for {
+		req, err := r.reqs.Get(r.ctx)
+		if err != nil {
+			return
+		}
+		r.download(req)
+	}
+}
+
+// download fetches one request and hands its response on. The request's
+// pending unit passes to the response, or is released on failure.
+func (r *run[Req, Resp, Item]) download(req Req) {
+	m, err := r.reg.Get(TypeDownloader)
+	if err != nil {
+		r.stats.requestsFailed.Add(1)
+		r.report(StageSchedule, "", err)
+		r.pending.add(-1)
+		return
+	}
+	d, ok := m.(Downloader[Req, Resp])
+	if !ok {
+		r.stats.requestsFailed.Add(1)
+		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not a Downloader of this scheduler's types", ErrInvalidModule, m.ID()))
+		r.pending.add(-1)
+		return
+	}
+	resp, err := r.callDownload(d, req)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			r.stats.requestsCancelled.Add(1)
+		} else {
+			r.stats.requestsFailed.Add(1)
+		}
+		r.report(StageDownload, d.ID(), err)
+		r.pending.add(-1)
+		return
+	}
+	r.stats.requestsDownloaded.Add(1)
+	if err := r.resps.Put(r.ctx, resp); err != nil {
+		r.leaveResponses(resp)
+		r.pending.add(-1)
+	}
+}
+
+func (r *run[Req, Resp, Item]) callDownload(d Downloader[Req, Resp], req Req) (resp Resp, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v)
+		}
+	}()
+	return d.Download(r.ctx, req)
+}
+
+func (r *run[Req, Resp, Item]) analyzeLoop() {
+	defer r.wg.Done()
+	for {
+		resp, err := r.resps.Get(r.ctx)
+		if err != nil {
+			return
+		}
+		r.analyze(resp)
+	}
+}
+
+// analyze runs one analyzer on a response; admitted requests go back to the
+// request pool (via overflow when it is full) and items to the item pool. New
+// work is counted before the response's unit is released.
+func (r *run[Req, Resp, Item]) analyze(resp Resp) {
+	defer r.pending.add(-1)
+	r.stats.responsesAnalyzed.Add(1)
+	m, err := r.reg.Get(TypeAnalyzer)
+	if err != nil {
+		r.report(StageSchedule, "", err)
+		return
+	}
+	a, ok := m.(Analyzer[Req, Resp, Item])
+	if !ok {
+		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not an Analyzer of this scheduler's types", ErrInvalidModule, m.ID()))
+		return
+	}
+	reqs, items, errs := r.callAnalyze(a, resp)
+	for _, err := range errs {
+		if err != nil {
+			r.report(StageAnalyze, a.ID(), err)
+		}
+	}
+	reqs = r.admitAll(reqs)
+	r.pending.add(int64(len(reqs) + len(items)))
+	r.stats.requestsAccepted.Add(uint64(len(reqs)))
+	r.stats.itemsAccepted.Add(uint64(len(items)))
+	for _, req := range reqs {
+		r.enqueue(req)
+	}
+	for i, item := range items {
+		if err := r.items.Put(r.ctx, item); err != nil {
+			r.leaveItems(items[i:]...)
+			r.pending.add(-int64(len(items) - i))
+			return
+		}
+	}
+}
+
+func (r *run[Req, Resp, Item]) callAnalyze(a Analyzer[Req, Resp, Item], resp Resp) (reqs []Req, items []Item, errs []error) {
+	defer func() {
+		if v := recover(); v != nil {
+			errs = append(errs, panicError(v))
+		}
+	}()
+	return a.Analyze(r.ctx, resp)
+}
+
+func (r *run[Req, Resp, Item]) pipelineLoop() {
+	defer r.wg.Done()
+	for {
+		item, err := r.items.Get(r.ctx)
+		if err != nil {
+			return
+		}
+		r.process(item)
+	}
+}
+
+func (r *run[Req, Resp, Item]) process(item Item) {
+	defer r.pending.add(-1)
+	defer r.stats.itemsDone.Add(1)
+	m, err := r.reg.Get(TypePipeline)
+	if err != nil {
+		r.report(StageSchedule, "", err)
+		return
+	}
+	p, ok := m.(Pipeline[Item])
+	if !ok {
+		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not a Pipeline of this scheduler's item type", ErrInvalidModule, m.ID()))
+		return
+	}
+	for _, err := range r.callSend(p, item) {
+		if err != nil {
+			r.report(StagePipeline, p.ID(), err)
+		}
+	}
+}
+
+func (r *run[Req, Resp, Item]) callSend(p Pipeline[Item], item Item) (errs []error) {
+	defer func() {
+		if v := recover(); v != nil {
+			errs = append(errs, panicError(v))
+		}
+	}()
+	return p.Send(r.ctx, item)
+}

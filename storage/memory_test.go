@@ -1,0 +1,20 @@
+package storage_test
+
+import (
+	"testing"
+
+	"github.com/magpiecrawl/magpie/storage"
+	"github.com/magpiecrawl/magpie/storage/storagetest"
+)
+
+func TestMemoryQueueConformance(t *testing.T) {
+	storagetest.RunQueue(t, func(*testing.T) storage.Queue { return storage.NewMemoryQueue(0) })
+}
+
+func TestInMemoryStorageVisited(t *testing.T) {
+	storagetest.RunVisited(t, func(*testing.T) storage.VisitedSet { return &storage.InMemoryStorage{} })
+}
+
+func TestInMemoryStorageCookies(t *testing.T) {
+	storagetest.RunCookies(t, func(*testing.T) storage.CookieStore { return &storage.InMemoryStorage{} })
+}
