@@ -35,11 +35,11 @@ local function field(fields, name)
 end
 `
 
-// pushScript: KEYS queue, delayed; ARGV group, maxSize, data...
+// pushScript: KEYS queue; ARGV group, maxSize, data...
 var pushScript = redis.NewScript(luaPrelude + `
 ensure(KEYS[1], ARGV[1])
 local max = tonumber(ARGV[2])
-if max > 0 and redis.call('XLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + #ARGV - 2 > max then
+if max > 0 and redis.call('XLEN', KEYS[1]) + #ARGV - 2 > max then
 	return 0
 end
 for i = 3, #ARGV do
@@ -50,65 +50,75 @@ return 1
 
 // leaseScript: KEYS queue, leases, expiry, delayed; ARGV group, consumer,
 // n, ttl ms, token. Returns {stream ID, data, deliveries} triples.
+//
+// Entries already delivered once (in the group's pending list) are older
+// than any new entry, so the ready ones among them (expired leases, due
+// releases) go first, lowest stream ID first; new entries fill the rest.
 var leaseScript = redis.NewScript(luaPrelude + `
 local now = nowms()
 local n = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
 local tok = ARGV[5]
 ensure(KEYS[1], ARGV[1])
--- Delayed entries whose time has come go back to the stream. A member is
--- "<deliveries>:<old stream ID>:<data>"; the old ID only keeps it unique.
-local due = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 1000)
-for _, m in ipairs(due) do
-	local c1 = string.find(m, ':', 1, true)
-	local c2 = string.find(m, ':', c1 + 1, true)
-	redis.call('XADD', KEYS[1], '*', 'd', string.sub(m, c2 + 1), 'n', string.sub(m, 1, c1 - 1))
-	redis.call('ZREM', KEYS[4], m)
+local cands = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 1000)) do
+	cands[#cands + 1] = id
 end
+local function idparts(id)
+	local d = string.find(id, '-', 1, true)
+	return tonumber(string.sub(id, 1, d - 1)), tonumber(string.sub(id, d + 1))
+end
+table.sort(cands, function(a, b)
+	local am, as = idparts(a)
+	local bm, bs = idparts(b)
+	if am ~= bm then return am < bm end
+	return as < bs
+end)
 local out = {}
 local function grant(id, data, deliveries)
 	redis.call('HSET', KEYS[2], id, tok .. ':' .. deliveries)
 	redis.call('ZADD', KEYS[3], now + ttl, id)
 	out[#out + 1] = {id, data, deliveries}
 end
--- Expired leases are taken over first: they are the oldest work.
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n)
-for _, id in ipairs(expired) do
+for _, id in ipairs(cands) do
+	if #out >= n then break end
 	local prev = redis.call('HGET', KEYS[2], id)
+	redis.call('ZREM', KEYS[3], id)
+	redis.call('ZREM', KEYS[4], id)
 	local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id)
 	local e = claimed[1]
 	if e and e[2] then
-		local d = 1
-		if prev then d = tonumber(string.sub(prev, string.find(prev, ':', 1, true) + 1)) + 1 end
-		grant(id, field(e[2], 'd'), d)
+		local d = 0
+		if prev then d = tonumber(string.sub(prev, string.find(prev, ':', 1, true) + 1)) end
+		grant(id, field(e[2], 'd'), d + 1)
 	else
 		redis.call('HDEL', KEYS[2], id)
-		redis.call('ZREM', KEYS[3], id)
 	end
 end
 if #out < n then
 	local res = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', n - #out, 'STREAMS', KEYS[1], '>')
 	if res then
 		for _, e in ipairs(res[1][2]) do
-			grant(e[1], field(e[2], 'd'), tonumber(field(e[2], 'n') or '0') + 1)
+			grant(e[1], field(e[2], 'd'), 1)
 		end
 	end
 end
 return out
 `)
 
-// ackScript: KEYS queue, leases, expiry; ARGV group, then ID/token pairs.
-// Returns the 0-based indexes of pairs whose lease is not held.
+// ackScript: KEYS queue, leases, expiry, delayed; ARGV group, then
+// ID/token pairs. Returns the 0-based indexes of pairs whose lease is not held.
 var ackScript = redis.NewScript(`
 local unknown = {}
 for i = 2, #ARGV, 2 do
 	local id, tok = ARGV[i], ARGV[i + 1]
 	local cur = redis.call('HGET', KEYS[2], id)
-	if cur and string.sub(cur, 1, #tok + 1) == tok .. ':' then
+	if cur and tok ~= '' and string.sub(cur, 1, #tok + 1) == tok .. ':' then
 		redis.call('XACK', KEYS[1], ARGV[1], id)
 		redis.call('XDEL', KEYS[1], id)
 		redis.call('HDEL', KEYS[2], id)
 		redis.call('ZREM', KEYS[3], id)
+		redis.call('ZREM', KEYS[4], id)
 	else
 		unknown[#unknown + 1] = (i - 2) / 2
 	end
@@ -116,37 +126,44 @@ end
 return unknown
 `)
 
-// releaseScript: KEYS queue, leases, expiry, delayed; ARGV group, stream
-// ID, token, delay ms. Returns 1, or 0 when the lease is not held.
+// releaseScript: KEYS leases, expiry, delayed; ARGV stream ID, token,
+// delay ms. Returns 1, or 0 when the lease is not held. The entry stays in
+// the stream, so it keeps its place in push order; an empty token marks it
+// released, so the old lease ID stops working.
 var releaseScript = redis.NewScript(luaPrelude + `
-local cur = redis.call('HGET', KEYS[2], ARGV[2])
-if not cur then return 0 end
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur or ARGV[2] == '' then return 0 end
 local c = string.find(cur, ':', 1, true)
-if string.sub(cur, 1, c - 1) ~= ARGV[3] then return 0 end
-local deliveries = string.sub(cur, c + 1)
-local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-redis.call('XDEL', KEYS[1], ARGV[2])
-redis.call('HDEL', KEYS[2], ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
-if #e == 0 then return 0 end
-local data = field(e[1][2], 'd')
-local delay = tonumber(ARGV[4])
-if delay > 0 then
-	redis.call('ZADD', KEYS[4], nowms() + delay, deliveries .. ':' .. ARGV[2] .. ':' .. data)
-else
-	redis.call('XADD', KEYS[1], '*', 'd', data, 'n', deliveries)
-end
+if string.sub(cur, 1, c - 1) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], string.sub(cur, c))
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], nowms() + tonumber(ARGV[3]), ARGV[1])
 return 1
+`)
+
+// releaseAllScript: KEYS leases, expiry, delayed; ARGV stream IDs of this
+// consumer's pending entries. Leases still held are released, ready now.
+var releaseAllScript = redis.NewScript(`
+for _, id in ipairs(ARGV) do
+	local cur = redis.call('HGET', KEYS[1], id)
+	if cur then
+		local c = string.find(cur, ':', 1, true)
+		if c > 1 then
+			redis.call('HSET', KEYS[1], id, string.sub(cur, c))
+			redis.call('ZREM', KEYS[2], id)
+			redis.call('ZADD', KEYS[3], 0, id)
+		end
+	end
+end
+return 0
 `)
 
 // lenScript: KEYS queue, expiry, delayed. Returns {ready, delayed, leased}.
 var lenScript = redis.NewScript(luaPrelude + `
 local now = nowms()
 local leased = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
-local due = redis.call('ZCOUNT', KEYS[3], '-inf', now)
-local delayed = redis.call('ZCARD', KEYS[3]) - due
-return {redis.call('XLEN', KEYS[1]) - leased + due, delayed, leased}
+local delayed = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
+return {redis.call('XLEN', KEYS[1]) - leased - delayed, delayed, leased}
 `)
 
 // Push appends entries atomically: all or none. With Options.MaxSize it
@@ -163,7 +180,7 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	for _, d := range data {
 		args = append(args, d)
 	}
-	ok, err := pushScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("delayed")}, args...).Int()
+	ok, err := pushScript.Run(ctx, s.rdb, []string{s.key("queue")}, args...).Int()
 	if err != nil {
 		return s.wrap("push", err)
 	}
@@ -174,8 +191,8 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 }
 
 // Lease hands out up to n ready entries for ttl (rounded up to a
-// millisecond): due delayed entries, then entries whose lease expired, then
-// new ones. It returns storage.ErrQueueEmpty when none is ready.
+// millisecond), in push order: entries whose lease expired (taken over with
+// XCLAIM) or whose release time came, then new ones (XREADGROUP). It returns storage.ErrQueueEmpty when none is ready.
 func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -244,7 +261,7 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 		args = append(args, sid, tok)
 	}
 	if len(args) > 1 {
-		bad, err := ackScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("leases"), s.key("expiry")}, args...).Int64Slice()
+		bad, err := ackScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")}, args...).Int64Slice()
 		if err != nil {
 			return s.wrap("ack", err)
 		}
@@ -258,8 +275,8 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// Release returns a leased entry to the queue: at the stream's end at once,
-// or in the delayed set until notBefore. The delay is measured on the
+// Release returns a leased entry to the queue, ready at notBefore (the zero
+// time: at once), in its place in push order. The delay is measured on the
 // server's clock from now, so clock skew between hosts does not matter. It
 // returns storage.ErrUnknownLease when the lease is no longer held.
 func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) error {
@@ -277,8 +294,7 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 		}
 	}
 	done, err := releaseScript.Run(ctx, s.rdb,
-		[]string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")},
-		group, sid, tok, delayMs).Int()
+		[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, sid, tok, delayMs).Int()
 	if err != nil {
 		return s.wrap("release", err)
 	}

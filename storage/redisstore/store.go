@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
 	"github.com/redis/go-redis/v9"
@@ -113,17 +115,58 @@ func (s *Store) Init() error {
 	return s.wrap("init", s.rdb.Ping(context.Background()).Err())
 }
 
-// Close closes the client if New created it. The crawl's keys stay in Redis;
-// Clear removes them. Leases this Store holds come back to the other
-// consumers when they expire. Calling Close again returns nil.
+// Close returns the leases this Store still holds to the queue (ready at
+// once, in their place), so another consumer or a restarted crawl gets them
+// without waiting for their TTL, and closes the client if New created it.
+// The crawl's keys stay in Redis; Clear removes them. Calling Close again
+// returns nil.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) || !s.ownClient {
+	if s.closed.Swap(true) {
 		return nil
 	}
-	if err := s.rdb.Close(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.releaseOwn(ctx)
+	if s.ownClient {
+		if cerr := s.rdb.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("redisstore: close: %w", err)
 	}
 	return nil
+}
+
+// releaseOwn releases every entry in this consumer's pending list whose
+// lease is still held, a page at a time.
+func (s *Store) releaseOwn(ctx context.Context) error {
+	start := "-"
+	for {
+		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: start, End: "+", Count: 1000,
+		}).Result()
+		if err != nil {
+			if strings.HasPrefix(err.Error(), "NOGROUP") {
+				return nil // the queue was never used
+			}
+			return err
+		}
+		if len(pend) == 0 {
+			return nil
+		}
+		ids := make([]any, len(pend))
+		for i, p := range pend {
+			ids[i] = p.ID
+		}
+		if err := releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err(); err != nil {
+			return err
+		}
+		if len(pend) < 1000 {
+			return nil
+		}
+		start = "(" + pend[len(pend)-1].ID
+	}
 }
 
 // Clear deletes every key of the crawl (its prefix), with SCAN and DEL so

@@ -106,8 +106,8 @@ func TestQueueOrderAckRelease(t *testing.T) {
 		t.Fatalf("Release(%q) error = %v", es[1].ID, err)
 	}
 	got, es = leaseStrings(t, s, 5, time.Minute)
-	if fmt.Sprint(got) != "[c b]" || es[0].Deliveries != 1 || es[1].Deliveries != 2 {
-		t.Fatalf("Lease(5) = %q deliveries %d,%d, want [c b] deliveries 1,2 (a released entry goes to the end)",
+	if fmt.Sprint(got) != "[b c]" || es[0].Deliveries != 2 || es[1].Deliveries != 1 {
+		t.Fatalf("Lease(5) = %q deliveries %d,%d, want [b c] deliveries 2,1 (a released entry keeps its place)",
 			got, es[0].Deliveries, es[1].Deliveries)
 	}
 	if _, err := s.Lease(ctx, 1, time.Minute); !errors.Is(err, storage.ErrQueueEmpty) {
