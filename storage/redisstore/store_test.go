@@ -359,3 +359,96 @@ func TestCookies(t *testing.T) {
 }
 
 func containsLine(s, line string) bool { return slices.Contains(strings.Split(s, "\n"), line) }
+
+// TestThreeConsumers runs three Stores as three processes on one stream:
+// with acks every entry is processed exactly once; a consumer that
+// abandons its leases has them taken over by the others after the TTL.
+func TestThreeConsumers(t *testing.T) {
+	ctx := context.Background()
+	prefix := randomPrefix()
+	stores := []*Store{
+		newTestStore(t, Options{Prefix: prefix}),
+		newTestStore(t, Options{Prefix: prefix}),
+		newTestStore(t, Options{Prefix: prefix}),
+	}
+	const total = 600
+	data := make([][]byte, total)
+	for i := range data {
+		data[i] = fmt.Appendf(nil, "e%d", i)
+	}
+	if err := stores[0].Push(ctx, data...); err != nil {
+		t.Fatal(err)
+	}
+
+	// The third consumer leases 20 entries with a short TTL and dies.
+	abandoned, err := stores[2].Lease(ctx, 20, 200*time.Millisecond)
+	if err != nil || len(abandoned) != 20 {
+		t.Fatalf("Lease(20) = %d entries, %v, want 20", len(abandoned), err)
+	}
+
+	var mu sync.Mutex
+	processed := make(map[string]int)
+	deliveries := make(map[string]int)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, s := range stores[:2] {
+		wg.Go(func() {
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				done := len(processed) == total
+				mu.Unlock()
+				if done {
+					return
+				}
+				es, err := s.Lease(ctx, 8, time.Minute)
+				if errors.Is(err, storage.ErrQueueEmpty) {
+					// Waiting for the abandoned leases to expire on the server's clock.
+					<-time.After(5 * time.Millisecond)
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids := make([]string, len(es))
+				mu.Lock()
+				for i, e := range es {
+					processed[string(e.Data)]++
+					deliveries[string(e.Data)] = e.Deliveries
+					ids[i] = e.ID
+				}
+				mu.Unlock()
+				if err := s.Ack(ctx, ids...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("consumer error = %v", err)
+	}
+	if len(processed) != total {
+		t.Fatalf("%d distinct entries processed, want %d", len(processed), total)
+	}
+	for d, n := range processed {
+		if n != 1 {
+			t.Errorf("entry %s processed %d times, want 1", d, n)
+		}
+	}
+	for _, e := range abandoned {
+		if got := deliveries[string(e.Data)]; got != 2 {
+			t.Errorf("abandoned entry %s taken over with Deliveries %d, want 2", e.Data, got)
+		}
+	}
+	// The dead consumer's IDs no longer work.
+	if err := stores[2].Ack(ctx, abandoned[0].ID); !errors.Is(err, storage.ErrUnknownLease) {
+		t.Fatalf("Ack by the abandoning consumer error = %v, want %v", err, storage.ErrUnknownLease)
+	}
+	if l, err := stores[0].Len(ctx); err != nil || l.Total() != 0 {
+		t.Fatalf("Len() = %+v, %v, want empty", l, err)
+	}
+}
