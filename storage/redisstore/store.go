@@ -175,7 +175,11 @@ func (s *Store) Clear(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	return s.wrap("clear", deleteByPattern(ctx, s.rdb, s.prefix+":*"))
+	if err := deleteByPattern(ctx, s.rdb, s.prefix+":*"); err != nil {
+		return s.wrap("clear", err)
+	}
+	// redis_rate prefixes its keys with "rate:".
+	return s.wrap("clear", deleteByPattern(ctx, s.rdb, "rate:"+s.prefix+":*"))
 }
 
 // deleteByPattern deletes the keys matching pattern. On a cluster it scans
