@@ -5,8 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
+	"strings"
 	"time"
 )
+
+// visitedChunk bounds the rows of one INSERT, well under SQLite's limit
+// of 32766 bound parameters.
+const visitedChunk = 500
 
 // Init implements storage.Storage. Open already prepared the file, so Init
 // only reports whether the Store is still open.
@@ -47,21 +52,38 @@ func (s *Store) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
 		return out, nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO visited (id) VALUES (?) ON CONFLICT DO NOTHING")
-		if err != nil {
-			return err
+		// One multi-row INSERT per chunk: RETURNING lists the IDs this
+		// statement inserted, which are exactly the ones this call added.
+		added := make(map[int64]bool, len(ids))
+		for start := 0; start < len(ids); start += visitedChunk {
+			chunk := ids[start:min(start+visitedChunk, len(ids))]
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = int64(id)
+			}
+			q := "INSERT INTO visited (id) VALUES (?)" + strings.Repeat(", (?)", len(chunk)-1) +
+				" ON CONFLICT DO NOTHING RETURNING id"
+			rows, err := tx.QueryContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				added[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
-		defer stmt.Close()
 		for i, id := range ids {
-			res, err := stmt.ExecContext(ctx, int64(id))
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			out[i] = n == 1
+			// A repeated ID in one batch is added by its first occurrence only.
+			out[i] = added[int64(id)]
+			delete(added, int64(id))
 		}
 		return nil
 	})
