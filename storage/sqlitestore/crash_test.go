@@ -242,3 +242,59 @@ func leasedPages(t *testing.T, dbPath string) []int {
 	}
 	return pages
 }
+
+// TestTwoProcessCrawl runs two crawler processes on one file at once: WAL
+// lets both work, and every page is fetched exactly once.
+func TestTwoProcessCrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts crawler processes")
+	}
+	site := &crashSite{counts: make(map[int]int), kill: make(chan struct{})}
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dbPath := filepath.Join(t.TempDir(), "crawl.db")
+	s, err := Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/p/0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const procs = 2
+	errs := make(chan error, procs)
+	for range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCrawler$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			err := cmd.Wait()
+			if err != nil {
+				err = fmt.Errorf("%w\n%s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range procs {
+		if err := <-errs; err != nil {
+			t.Errorf("crawler process error = %v", err)
+		}
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	for i := range crashPages {
+		if n := site.counts[i]; n != 1 {
+			t.Errorf("page %d fetched %d times, want 1", i, n)
+		}
+	}
+}
