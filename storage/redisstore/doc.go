@@ -6,23 +6,31 @@
 //
 // Keys, for prefix P:
 //
-//	P:v:<shard>   SET of visited IDs (uint64 bits as a decimal int64), sharded
-//	              so each set stays an intset: ~8 bytes per ID
-//	P:queue       STREAM of entries (fields d = data, n = earlier deliveries),
-//	              consumer group "magpie"
-//	P:leases      HASH stream ID -> "<token>:<deliveries>" of the current lease
-//	P:expiry      ZSET stream ID scored by lease expiry (server ms)
-//	P:delayed     ZSET of released entries scored by their not-before time
-//	P:c:<host>    STRING of a host's cookies (newline-joined Set-Cookie lines)
+//	P:v:<shard>       SET of visited IDs (uint64 bits as a decimal int64), sharded
+//	                  so each set stays an intset: ~9 bytes per ID measured
+//	P:queue           STREAM of entries (field d = data), consumer group "magpie"
+//	P:leases          HASH stream ID -> "<token>:<deliveries>"; an empty token
+//	                  marks an entry released and not yet leased again
+//	P:expiry          ZSET stream ID of held leases, scored by expiry (server ms)
+//	P:delayed         ZSET stream ID of released entries, scored by not-before
+//	P:c:<host>        STRING of a host's cookies (newline-joined Set-Cookie lines)
+//	P:slots:<host>    ZSET of HostLimiter's parallelism slots, scored by expiry
+//	rate:P:rate:<host> HostLimiter's GCRA state (redis_rate)
 //
 // Queue operations are Lua scripts, so each is atomic however many Stores
-// run. Lease first moves due delayed entries back to the stream, then takes
-// over entries whose lease expired (XCLAIM), then reads new ones
-// (XREADGROUP). A lease ID is "<stream ID>:<token>": after a takeover the old
-// holder's ID no longer matches, so its Ack or Release fails with
-// storage.ErrUnknownLease instead of removing the new holder's entry. Lease
-// expiry and not-before times are measured by the server's clock, so the
-// hosts' clocks need not agree.
+// run. An entry stays in the stream, and in the group's pending list once
+// delivered, until it is acknowledged (XACK and XDEL). Lease hands out, in
+// push (stream ID) order, the delivered entries that are ready again (lease
+// expired, or released and due), taking them over with XCLAIM, then new
+// entries with XREADGROUP. A lease ID is "<stream ID>:<token>": after a
+// takeover or a release the old ID no longer matches, so its Ack or Release
+// fails with storage.ErrUnknownLease instead of touching the new holder's
+// lease. Lease expiry and not-before times are measured by the server's
+// clock, so the hosts' clocks need not agree. Close releases the leases the
+// Store still holds.
+//
+// In Redis Cluster the queue's keys must share a slot: put a hash tag in
+// the prefix ("{crawl1}").
 //
 // Every Redis error is returned wrapped; a server that is down gives an
 // error, never a panic. Store does not implement storage.QueueNotifier:
