@@ -1,0 +1,31 @@
+package redisstore
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/magpiecrawl/magpie/storage"
+	"github.com/magpiecrawl/magpie/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	redisAddr(t)
+	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return newTestStore(t, Options{}) })
+	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return newTestStore(t, Options{}) })
+	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return newTestStore(t, Options{}) })
+
+	// The suite's path names a crawl: here it maps to one key prefix, the
+	// same on reopen.
+	var mu sync.Mutex
+	prefixes := map[string]string{}
+	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue {
+		mu.Lock()
+		p, ok := prefixes[path]
+		if !ok {
+			p = randomPrefix()
+			prefixes[path] = p
+		}
+		mu.Unlock()
+		return newTestStore(t, Options{Prefix: p})
+	})
+}

@@ -1,0 +1,7 @@
+package redisstore
+
+import "errors"
+
+// ErrInvalidArgument is returned for bad options (an empty Addr, a nil
+// client, negative sizes) and for a Lease with n < 1 or ttl <= 0.
+var ErrInvalidArgument = errors.New("redisstore: invalid argument")

@@ -1,0 +1,243 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+	"github.com/redis/go-redis/v9"
+)
+
+// Compile-time checks that Store implements every interface it promises.
+var (
+	_ storage.Storage     = (*Store)(nil)
+	_ storage.VisitedSet  = (*Store)(nil)
+	_ storage.CookieStore = (*Store)(nil)
+	_ storage.Queue       = (*Store)(nil)
+)
+
+// DefaultVisitedShards is the number of sets the visited IDs are spread
+// over when Options.VisitedShards is 0: a million IDs make about 244 per
+// set, well under Redis's default set-max-intset-entries (512), so every
+// set stays in the compact intset encoding (8 bytes per ID).
+const DefaultVisitedShards = 4096
+
+// group is the stream's consumer group; every Store sharing a prefix joins it.
+const group = "magpie"
+
+// Options configures New and NewFromClient.
+type Options struct {
+	// Addr, Password and DB select the server, as in redis.Options. New
+	// uses them; NewFromClient ignores them.
+	Addr     string
+	Password string
+	DB       int
+	// Prefix starts every key of the crawl; Stores with the same prefix
+	// share one crawl. The default is "magpie". In Redis Cluster, put a
+	// hash tag in it ("{crawl1}") so the queue's keys share a slot.
+	Prefix string
+	// MaxSize makes Push fail with storage.ErrQueueFull when the queue
+	// would hold more than MaxSize entries (leased and delayed ones
+	// included). 0 means no limit.
+	MaxSize int
+	// VisitedShards is the number of sets holding visited IDs; 0 means
+	// DefaultVisitedShards. Every Store of a crawl must use the same value.
+	VisitedShards int
+}
+
+// Store keeps a crawl's visited set, cookies and queue in Redis, shared by
+// every Store (in this process or another, on this host or another) with
+// the same prefix. Create it with New or NewFromClient; it is safe for
+// concurrent use and the caller must Close it. After Close every method
+// returns storage.ErrClosed.
+type Store struct {
+	rdb       redis.UniversalClient
+	ownClient bool // Close closes rdb only when New created it
+	prefix    string
+	maxSize   int
+	shards    uint64
+	consumer  string
+	closed    atomic.Bool
+}
+
+// New connects to the server in opts. It fails when the server cannot be
+// reached, so a typo in Addr is found at once.
+func New(opts Options) (*Store, error) {
+	if opts.Addr == "" {
+		return nil, fmt.Errorf("%w: empty Addr", ErrInvalidArgument)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB})
+	s, err := NewFromClient(rdb, opts)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	s.ownClient = true
+	return s, nil
+}
+
+// NewFromClient uses an existing client (a Client, ClusterClient or
+// FailoverClient), which Close leaves open: the caller owns it.
+func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
+	}
+	if opts.MaxSize < 0 || opts.VisitedShards < 0 {
+		return nil, fmt.Errorf("%w: negative MaxSize or VisitedShards", ErrInvalidArgument)
+	}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards)}
+	if s.prefix == "" {
+		s.prefix = "magpie"
+	}
+	if s.shards == 0 {
+		s.shards = DefaultVisitedShards
+	}
+	host, _ := os.Hostname()
+	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: connect: %w", err)
+	}
+	return s, nil
+}
+
+// Init implements storage.Storage: it checks that the server answers.
+func (s *Store) Init() error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.wrap("init", s.rdb.Ping(context.Background()).Err())
+}
+
+// Close returns the leases this Store still holds to the queue (ready at
+// once, in their place), so another consumer or a restarted crawl gets them
+// without waiting for their TTL, and closes the client if New created it.
+// The crawl's keys stay in Redis; Clear removes them. Calling Close again
+// returns nil.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.releaseOwn(ctx)
+	if s.ownClient {
+		if cerr := s.rdb.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: close: %w", err)
+	}
+	return nil
+}
+
+// releaseOwn releases every entry in this consumer's pending list whose
+// lease is still held, a page at a time.
+func (s *Store) releaseOwn(ctx context.Context) error {
+	start := "-"
+	for {
+		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: start, End: "+", Count: 1000,
+		}).Result()
+		if err != nil {
+			if strings.HasPrefix(err.Error(), "NOGROUP") {
+				return nil // the queue was never used
+			}
+			return err
+		}
+		if len(pend) == 0 {
+			return nil
+		}
+		ids := make([]any, len(pend))
+		for i, p := range pend {
+			ids[i] = p.ID
+		}
+		if err := releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err(); err != nil {
+			return err
+		}
+		if len(pend) < 1000 {
+			return nil
+		}
+		start = "(" + pend[len(pend)-1].ID
+	}
+}
+
+// Clear deletes every key of the crawl (its prefix), with SCAN and DEL so
+// the server is never blocked the way KEYS would block it.
+func (s *Store) Clear(ctx context.Context) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := deleteByPattern(ctx, s.rdb, s.prefix+":*"); err != nil {
+		return s.wrap("clear", err)
+	}
+	// redis_rate prefixes its keys with "rate:".
+	return s.wrap("clear", deleteByPattern(ctx, s.rdb, "rate:"+s.prefix+":*"))
+}
+
+// deleteByPattern deletes the keys matching pattern. On a cluster it scans
+// every master.
+func deleteByPattern(ctx context.Context, rdb redis.UniversalClient, pattern string) error {
+	del := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 1000 {
+				if err := unlink(ctx, c, batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		return unlink(ctx, c, batch)
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+	}
+	return del(ctx, rdb)
+}
+
+// unlink deletes keys one command each, so it works across cluster slots.
+func unlink(ctx context.Context, c redis.UniversalClient, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	p := c.Pipeline()
+	for _, k := range keys {
+		p.Unlink(ctx, k)
+	}
+	_, err := p.Exec(ctx)
+	return err
+}
+
+func (s *Store) key(name string) string { return s.prefix + ":" + name }
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return storage.ErrClosed
+	}
+	return nil
+}
+
+// wrap names the failed operation and turns errors caused by Close into
+// ErrClosed; other Redis errors stay reachable with errors.Is/As.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisstore: %s: %w", op, storage.ErrClosed)
+	}
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}

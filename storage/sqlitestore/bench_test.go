@@ -1,0 +1,62 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkQueue measures one Push of a batch, then Lease and Ack of the
+// same entries in batches, per entry.
+func BenchmarkQueue(b *testing.B) {
+	for _, batch := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s, _ := openTest(b)
+			ctx := context.Background()
+			data := make([][]byte, batch)
+			for i := range data {
+				data[i] = make([]byte, 200) // about a marshalled Request
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				if err := s.Push(ctx, data...); err != nil {
+					b.Fatal(err)
+				}
+				es, err := s.Lease(ctx, batch, time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids := make([]string, len(es))
+				for i, e := range es {
+					ids[i] = e.ID
+				}
+				if err := s.Ack(ctx, ids...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAddVisited measures AddVisited per ID, in batches.
+func BenchmarkAddVisited(b *testing.B) {
+	for _, batch := range []int{1, 64, 1024} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s, _ := openTest(b)
+			ctx := context.Background()
+			ids := make([]uint64, batch)
+			var next uint64
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				for i := range ids {
+					next += 0x9E3779B97F4A7C15 // spread IDs like hashes
+					ids[i] = next
+				}
+				if _, err := s.AddVisited(ctx, ids...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

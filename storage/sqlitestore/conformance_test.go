@@ -1,0 +1,39 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/magpiecrawl/magpie/storage"
+	"github.com/magpiecrawl/magpie/storage/storagetest"
+)
+
+func openSuite(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "suite.db"))
+	if err != nil {
+		t.Fatalf("Open error = %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return openSuite(t) })
+	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet {
+		s := openSuite(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore {
+		s := openSuite(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue {
+		s, err := Open(path)
+		if err != nil {
+			t.Fatalf("Open(%q) error = %v", path, err)
+		}
+		return s
+	})
+}

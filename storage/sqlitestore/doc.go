@@ -1,0 +1,37 @@
+// Package sqlitestore is a durable storage backend in one SQLite file
+// (modernc.org/sqlite, pure Go, no cgo). A Store implements storage.Storage,
+// storage.VisitedSet, storage.CookieStore, storage.Queue and
+// storage.QueueNotifier, so one file holds a crawl's visited set, cookies
+// and frontier, and a crawl resumes where it stopped after a crash or a
+// restart.
+//
+// The file runs in WAL mode with synchronous=NORMAL: a committed transaction
+// survives a process crash, and the last transactions before a power loss may
+// be rolled back but the file stays consistent. Every write is one
+// transaction, so a batch (Push of many entries, AddVisited of many IDs) is
+// all or nothing and costs one commit.
+//
+// Several Stores, in one process or several, may open the same file: writes
+// are serialised by SQLite's lock (each Store waits up to its busy timeout),
+// AddVisited stays exact across them, and a queue entry is leased to one
+// Store at a time. Leases carry the leasing Store's owner ID; when a Store is
+// opened it returns to the queue the leases of owners on this host whose
+// process no longer exists, and any expired lease is handed out again by
+// Lease anyway. Notify only reports events of the Store's own process: a
+// consumer sharing a file with other processes should also poll.
+//
+// Schema (PRAGMA user_version 1):
+//
+//	visited (id INTEGER PRIMARY KEY)            -- request ID, uint64 bits as int64
+//	queue   (seq INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB, not_before INTEGER,
+//	         lease_until INTEGER NULL, lease_token INTEGER NULL, lease_owner INTEGER NULL,
+//	         deliveries INTEGER)                 -- times are Unix nanoseconds
+//	cookies (host TEXT PRIMARY KEY, data TEXT)  -- newline-joined Set-Cookie lines
+//	owners  (owner INTEGER PRIMARY KEY, pid INTEGER, host TEXT, started INTEGER)
+//	hosts   (host TEXT PRIMARY KEY, next_start INTEGER, in_flight INTEGER)
+//
+// The hosts table is reserved for politeness state shared between processes
+// (next allowed start and requests in flight per host); no API writes it yet.
+package sqlitestore
+
+import _ "modernc.org/sqlite" // registers the "sqlite" driver

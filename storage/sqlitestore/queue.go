@@ -1,0 +1,252 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Push appends entries in one transaction: all are stored or none. With
+// WithMaxSize it returns storage.ErrQueueFull when they do not all fit.
+func (s *Store) Push(ctx context.Context, data ...[]byte) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.cfg.maxSize > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue").Scan(&n); err != nil {
+				return err
+			}
+			if n+len(data) > s.cfg.maxSize {
+				return storage.ErrQueueFull
+			}
+		}
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO queue (data) VALUES (?)")
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, d := range data {
+			if d == nil {
+				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+			}
+			if _, err := stmt.ExecContext(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap("push", err)
+	}
+	s.wake.signal()
+	return nil
+}
+
+// Lease hands out up to n ready entries, oldest first, for ttl. An entry is
+// ready when its not-before time has passed and it is not leased, or its
+// lease has expired (a crashed or slow consumer's entry is taken over). The
+// entries are marked in one statement, so two Stores on one file never lease
+// the same entry at once. It returns storage.ErrQueueEmpty when none is ready.
+func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if n < 1 || ttl <= 0 {
+		return nil, fmt.Errorf("sqlitestore: lease(%d, %v): %w", n, ttl, ErrInvalidArgument)
+	}
+	now := time.Now()
+	nowNs := now.UnixNano()
+	token := rand.Int64()
+	type leased struct {
+		seq int64
+		e   storage.Entry
+	}
+	var out []leased
+	var next sql.NullInt64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE queue
+			SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+			WHERE seq IN (SELECT seq FROM queue
+				WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
+				ORDER BY seq LIMIT ?5)
+			RETURNING seq, data, deliveries`,
+			nowNs+ttl.Nanoseconds(), token, s.owner, nowNs, n)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e storage.Entry
+			var seq int64
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries); err != nil {
+				return err
+			}
+			e.ID = leaseID(seq, token)
+			out = append(out, leased{seq, e})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		if len(out) < n {
+			// The queue is drained of ready entries: find when the next one
+			// becomes ready so that Notify can say so.
+			return tx.QueryRowContext(ctx, `SELECT MIN(CASE WHEN lease_until > ?1 THEN lease_until ELSE not_before END)
+				FROM queue WHERE lease_until > ?1 OR not_before > ?1`, nowNs).Scan(&next)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("lease", err)
+	}
+	if next.Valid {
+		s.wake.wakeAt(time.Unix(0, next.Int64))
+	} else if len(out) > 0 {
+		s.wake.wakeAt(now.Add(ttl))
+	}
+	if len(out) == 0 {
+		return nil, storage.ErrQueueEmpty
+	}
+	// RETURNING has no defined order; the contract is push order.
+	slices.SortFunc(out, func(a, b leased) int { return cmp.Compare(a.seq, b.seq) })
+	entries := make([]storage.Entry, len(out))
+	for i, l := range out {
+		entries[i] = l.e
+	}
+	return entries, nil
+}
+
+// Ack deletes leased entries for good, in one transaction. IDs whose lease
+// is no longer held (acknowledged already, or expired and leased again) are
+// skipped and reported in an error wrapping storage.ErrUnknownLease; the
+// others are acknowledged all the same. An expired lease not yet taken over
+// can still be acknowledged.
+func (s *Store) Ack(ctx context.Context, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	var unknown []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		unknown = unknown[:0]
+		stmt, err := tx.PrepareContext(ctx, "DELETE FROM queue WHERE seq = ? AND lease_token = ?")
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, id := range ids {
+			seq, token, ok := parseLeaseID(id)
+			if !ok {
+				unknown = append(unknown, id)
+				continue
+			}
+			res, err := stmt.ExecContext(ctx, seq, token)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				unknown = append(unknown, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap("ack", err)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("sqlitestore: ack %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// Release returns a leased entry to the queue, ready at notBefore (the zero
+// time: at once). It keeps its place in push order. It returns
+// storage.ErrUnknownLease when the lease is no longer held.
+func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	seq, token, ok := parseLeaseID(id)
+	if !ok {
+		return fmt.Errorf("sqlitestore: release %q: %w", id, storage.ErrUnknownLease)
+	}
+	var nb int64
+	if !notBefore.IsZero() {
+		nb = notBefore.UnixNano()
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE queue
+		SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?
+		WHERE seq = ? AND lease_token = ?`, nb, seq, token)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err != nil {
+		return s.wrap("release", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlitestore: release %q: %w", id, storage.ErrUnknownLease)
+	}
+	if notBefore.After(time.Now()) {
+		s.wake.wakeAt(notBefore)
+	} else {
+		s.wake.signal()
+	}
+	return nil
+}
+
+// Len counts entries as of now: leased ones whose lease has expired count
+// as ready again.
+func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
+	if err := s.check(); err != nil {
+		return storage.QueueLen{}, err
+	}
+	var l storage.QueueLen
+	var total int
+	err := s.db.QueryRowContext(ctx, `SELECT
+			COALESCE(SUM(lease_until > ?1), 0),
+			COALESCE(SUM((lease_until IS NULL OR lease_until <= ?1) AND not_before > ?1), 0),
+			COUNT(*)
+		FROM queue`, time.Now().UnixNano()).Scan(&l.Leased, &l.Delayed, &total)
+	if err != nil {
+		return storage.QueueLen{}, s.wrap("len", err)
+	}
+	l.Ready = total - l.Leased - l.Delayed
+	return l, nil
+}
+
+// Notify implements storage.QueueNotifier for events of this process: a
+// Push or Release through this Store, and the moment a lease it knows of
+// expires or a delayed entry becomes ready. Entries pushed by another
+// process are not signalled.
+func (s *Store) Notify() <-chan struct{} { return s.wake.ch }
+
+// leaseID joins the entry's seq and the lease's random token, so a lease
+// that expired and was taken over cannot acknowledge the new holder's lease.
+func leaseID(seq, token int64) string {
+	return strconv.FormatInt(seq, 10) + ":" + strconv.FormatInt(token, 10)
+}
+
+func parseLeaseID(id string) (seq, token int64, ok bool) {
+	a, b, found := strings.Cut(id, ":")
+	if !found {
+		return 0, 0, false
+	}
+	seq, err1 := strconv.ParseInt(a, 10, 64)
+	token, err2 := strconv.ParseInt(b, 10, 64)
+	return seq, token, err1 == nil && err2 == nil
+}

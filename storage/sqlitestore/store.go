@@ -1,0 +1,246 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Compile-time checks that Store implements every interface it promises.
+var (
+	_ storage.Storage       = (*Store)(nil)
+	_ storage.VisitedSet    = (*Store)(nil)
+	_ storage.CookieStore   = (*Store)(nil)
+	_ storage.Queue         = (*Store)(nil)
+	_ storage.QueueNotifier = (*Store)(nil)
+)
+
+// schemaVersion is the PRAGMA user_version this package writes.
+const schemaVersion = 1
+
+// migrations[i] takes a file from user_version i to i+1.
+var migrations = []string{
+	`CREATE TABLE visited (id INTEGER PRIMARY KEY);
+	CREATE TABLE queue (
+		seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+		data        BLOB    NOT NULL,
+		not_before  INTEGER NOT NULL DEFAULT 0,
+		lease_until INTEGER,
+		lease_token INTEGER,
+		lease_owner INTEGER,
+		deliveries  INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX queue_lease_owner ON queue (lease_owner) WHERE lease_owner IS NOT NULL;
+	CREATE TABLE cookies (host TEXT PRIMARY KEY, data TEXT NOT NULL);
+	CREATE TABLE owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, started INTEGER NOT NULL);
+	CREATE TABLE hosts (host TEXT PRIMARY KEY, next_start INTEGER NOT NULL DEFAULT 0, in_flight INTEGER NOT NULL DEFAULT 0);`,
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	maxSize     int
+	busyTimeout time.Duration
+}
+
+// WithMaxSize makes Push fail with storage.ErrQueueFull when the queue would
+// hold more than n entries (leased ones included). n <= 0 means no limit,
+// the default.
+func WithMaxSize(n int) Option { return func(c *config) { c.maxSize = n } }
+
+// WithBusyTimeout sets how long a write waits for another connection (another
+// Store or process on the same file) to release the lock before failing with
+// SQLITE_BUSY. The default is 10 seconds.
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// Store is a crawl's state in one SQLite file. Create it with Open; it is
+// safe for concurrent use, and the caller must Close it. After Close every
+// method returns storage.ErrClosed.
+type Store struct {
+	db      *sql.DB
+	cfg     config
+	owner   int64 // this Store's row in owners; its leases carry it
+	closed  atomic.Bool
+	closeMu sync.Mutex // serialises Close
+	wake    waker
+}
+
+// Open opens (creating if needed) the SQLite file at path and brings its
+// schema up to date. Leases held by processes on this host that no longer
+// run are returned to the queue. The returned Store must be closed.
+func Open(path string, opts ...Option) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidPath, path)
+	}
+	cfg := config{busyTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	// Visited IDs are hashes, so inserts land on random pages: a 64 MiB
+	// page cache keeps a few million of them from thrashing the default 2 MiB.
+	q.Add("_pragma", "cache_size(-65536)")
+	// Statement journals (multi-row inserts) stay in memory, not temp files.
+	q.Add("_pragma", "temp_store(MEMORY)")
+	// Immediate transactions take the write lock at BEGIN, so two writers
+	// queue on busy_timeout instead of one failing to upgrade a read lock.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	// One connection: writes are serialised in-process by database/sql rather
+	// than by SQLite's file lock, and a ":memory:" database is one database.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, cfg: cfg, owner: rand.Int64()}
+	s.wake.init()
+	ctx := context.Background()
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := s.register(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate applies the migrations the file lacks, in one transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		if v > schemaVersion {
+			return fmt.Errorf("%w: file has %d, this package knows up to %d", ErrSchemaVersion, v, schemaVersion)
+		}
+		for ; v < schemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", v+1, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		return err
+	})
+}
+
+// register records this Store as a lease owner and returns the leases of
+// owners on this host whose process is gone: they will never be acked, and
+// waiting for their TTL would only delay the resumed crawl.
+func (s *Store) register(ctx context.Context) error {
+	host, _ := os.Hostname()
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO owners (owner, pid, host, started) VALUES (?, ?, ?, ?)",
+			s.owner, os.Getpid(), host, time.Now().UnixNano()); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT owner, pid FROM owners WHERE host = ? AND owner != ?", host, s.owner)
+		if err != nil {
+			return err
+		}
+		var dead []int64
+		for rows.Next() {
+			var owner int64
+			var pid int
+			if err := rows.Scan(&owner, &pid); err != nil {
+				rows.Close()
+				return err
+			}
+			if !processAlive(pid) {
+				dead = append(dead, owner)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, owner := range dead {
+			if err := releaseOwner(ctx, tx, owner); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// releaseOwner returns an owner's leases to the queue and forgets the owner.
+func releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error {
+	if _, err := tx.ExecContext(ctx,
+		"UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL WHERE lease_owner = ?", owner); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "DELETE FROM owners WHERE owner = ?", owner)
+	return err
+}
+
+// Close returns this Store's unacknowledged leases to the queue, so a
+// restarted crawl gets them at once, and closes the file. Entries, visited
+// IDs and cookies persist. Calling Close again returns nil.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
+	err := s.tx(context.Background(), func(tx *sql.Tx) error {
+		return releaseOwner(context.Background(), tx, s.owner)
+	})
+	s.closed.Store(true)
+	s.wake.stop()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlitestore: close: %w", err)
+	}
+	return nil
+}
+
+// tx runs f in an immediate (write-locked) transaction and commits it.
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback() // the error from f is the one worth reporting
+		return err
+	}
+	return tx.Commit()
+}
+
+// check returns ErrClosed once the Store is closed.
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return storage.ErrClosed
+	}
+	return nil
+}
+
+// wrap names the failed operation and turns errors caused by a concurrent
+// Close into ErrClosed.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() || errors.Is(err, sql.ErrConnDone) {
+		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}
