@@ -138,8 +138,9 @@ func (p *Pool[T]) Put(ctx context.Context, v T) error {
 		p.mu.Lock()
 		p.putWaiters--
 		if err != nil {
-			// A token taken on the way out belongs to another sleeper.
-			p.passOn()
+			// Leaving by ctx or Close never consumes a token (select
+			// took the other case), so the remaining sleepers lose
+			// no wake-up.
 			p.mu.Unlock()
 			return err
 		}
@@ -182,7 +183,6 @@ func (p *Pool[T]) Get(ctx context.Context) (T, error) {
 		p.mu.Lock()
 		p.getWaiters--
 		if err != nil {
-			p.passOn()
 			p.mu.Unlock()
 			return zero, err
 		}
@@ -309,18 +309,6 @@ func (p *Pool[T]) getDone() {
 	}
 	if p.getWaiters > 0 && p.total.Load() > 0 {
 		signal(p.notEmpty)
-	}
-}
-
-// passOn re-sends wake-ups a caller leaving on ctx.Done() or Close may have
-// swallowed, so the sleepers it leaves behind still see any progress. The
-// caller holds mu.
-func (p *Pool[T]) passOn() {
-	if p.getWaiters > 0 && p.total.Load() > 0 {
-		signal(p.notEmpty)
-	}
-	if p.putWaiters > 0 && p.total.Load() < int64(p.n*p.bufCap) {
-		signal(p.notFull)
 	}
 }
 
