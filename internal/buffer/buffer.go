@@ -36,8 +36,8 @@ func (b *Buffer[T]) Put(v T) (bool, error) {
 	return ok, err
 }
 
-// put is Put for a caller that holds b exclusively (b.mu or the pool's
-// channel of buffers).
+// put is Put for a caller that holds b exclusively (b.mu, or the pool's mu
+// while b is out of the pool's ring).
 func (b *Buffer[T]) put(v T) (bool, error) {
 	if b.closed {
 		return false, ErrClosed

@@ -3,7 +3,6 @@ package buffer
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -15,15 +14,12 @@ import (
 const (
 	growFactor   = 5
 	shrinkFactor = 10
-
-	// takeYields is how many times take yields before it blocks.
-	takeYields = 2
 )
 
 // Pool is a blocking, growable pool of Buffers: the double-layer design. The
-// buffers live in a channel; a caller takes one buffer, tries it, and returns
-// it to the back of the channel, so each buffer is touched by one goroutine at
-// a time and data spreads evenly across buffers.
+// live buffers wait in a rotation queue; a caller takes the buffer at the
+// front, tries it, and returns it to the back, so each buffer is touched by
+// one caller at a time and data spreads evenly across buffers.
 //
 // The pool as a whole is NOT FIFO: items come out of whichever buffer a getter
 // happens to take, so two items put in order may be got in the other order.
@@ -41,30 +37,36 @@ type Pool[T any] struct {
 	bufCap int
 	maxBuf int
 
-	// bufs holds every live buffer not currently in a caller's hands. Its
-	// capacity is maxBuf, so returning a buffer never blocks.
-	bufs   chan *Buffer[T]
-	number atomic.Int64 // live buffers, in bufs or in hand
-	total  atomic.Int64 // items held
-	closed atomic.Bool
-	done   chan struct{} // closed by Close, wakes every blocked caller
-
-	// mu serialises changes of number with Close, so the max is never
-	// exceeded and nothing is added to or retired from a closed pool.
+	// mu guards ring, head, n, putFails, getFails, putWaiters, getWaiters
+	// and every change of the atomics below (they are atomic only so the
+	// read-only accessors need not take mu). One short critical section per
+	// Put or Get is the whole cost of the outer layer; see the package doc
+	// for why this replaced a channel of buffers.
 	mu sync.Mutex
 
-	putFails atomic.Int64 // puts that found a full buffer since the last growth check
-	getFails atomic.Int64 // gets that found an empty buffer since the last shrink check
+	// ring is the rotation queue of live buffers: n of them starting at
+	// head, wrapping around; len(ring) == maxBuf.
+	ring []*Buffer[T]
+	head int
+	n    int
 
-	// Waiters register before re-checking total; the other side changes total
-	// before looking at the waiter count, so one of the two always sees the
-	// other and a wake-up cannot be lost. A woken waiter that succeeds passes
-	// the signal on while the condition still holds.
-	putWaiters atomic.Int64
-	getWaiters atomic.Int64
+	putFails int // puts that found a full buffer since the last growth
+	getFails int // gets that found an empty buffer since the last shrink
+
+	// Waiters register under mu before they sleep, and every change that
+	// can let them proceed is made under mu and signals when a waiter is
+	// registered, so a wake-up cannot be lost. A token channel holds at
+	// most one token; a woken caller that succeeds passes the signal on
+	// while the condition still holds and others still wait.
+	putWaiters int
+	getWaiters int
 	notFull    chan struct{} // capacity 1
 	notEmpty   chan struct{} // capacity 1
+	done       chan struct{} // closed by Close, wakes every blocked caller
 
+	number atomic.Int64 // live buffers
+	total  atomic.Int64 // items held
+	closed atomic.Bool
 	grown  atomic.Uint64
 	shrunk atomic.Uint64
 }
@@ -82,12 +84,12 @@ func NewPool[T any](bufferCap, maxBufferNumber int) (*Pool[T], error) {
 	p := &Pool[T]{
 		bufCap:   bufferCap,
 		maxBuf:   maxBufferNumber,
-		bufs:     make(chan *Buffer[T], maxBufferNumber),
+		ring:     make([]*Buffer[T], maxBufferNumber),
 		done:     make(chan struct{}),
 		notFull:  make(chan struct{}, 1),
 		notEmpty: make(chan struct{}, 1),
 	}
-	p.bufs <- &Buffer[T]{items: make([]T, bufferCap)}
+	p.pushBack(&Buffer[T]{items: make([]T, bufferCap)})
 	p.number.Store(1)
 	return p, nil
 }
@@ -116,69 +118,74 @@ func (p *Pool[T]) Shrunk() uint64 { return p.shrunk.Load() }
 // Put adds v, blocking while every buffer is full. It returns ctx.Err() if ctx
 // is done first and ErrClosed once the pool is closed.
 func (p *Pool[T]) Put(ctx context.Context, v T) error {
+	p.mu.Lock()
 	for {
-		ok, err := p.tryPut(ctx, v, true)
-		if ok || err != nil {
-			return err
-		}
-		if p.number.Load() < int64(p.maxBuf) {
-			// Below the max, a full pool grows rather than blocks: each
-			// failed scan counts towards the growth threshold, so this
-			// retries at most about growFactor times per new buffer.
-			continue
-		}
-		// Every buffer was full: sleep until a get makes room.
-		p.putWaiters.Add(1)
-		if p.total.Load() < p.number.Load()*int64(p.bufCap) {
-			// Room appeared, or a getter is between taking an item and
-			// counting it; retry rather than sleep.
-			p.putWaiters.Add(-1)
-			runtime.Gosched()
-			continue
-		}
-		select {
-		case <-p.notFull:
-		case <-ctx.Done():
-			p.putWaiters.Add(-1)
-			return ctx.Err()
-		case <-p.done:
-			p.putWaiters.Add(-1)
+		if p.closed.Load() {
+			p.mu.Unlock()
 			return ErrClosed
 		}
-		p.putWaiters.Add(-1)
+		// Below the max a full pool grows rather than blocks. Under mu a
+		// repeated scan would only count more failures towards the same
+		// growth, so grow at once.
+		if p.tryPutLocked(v) || (p.n < p.maxBuf && p.grow(v)) {
+			p.putDone()
+			p.mu.Unlock()
+			return nil
+		}
+		p.putWaiters++
+		p.mu.Unlock()
+		err := p.sleep(ctx, p.notFull)
+		p.mu.Lock()
+		p.putWaiters--
+		if err != nil {
+			// Leaving by ctx or Close never consumes a token (select
+			// took the other case), so the remaining sleepers lose
+			// no wake-up.
+			p.mu.Unlock()
+			return err
+		}
 	}
 }
 
 // TryPut adds v if some buffer has room and reports whether it did; it never
 // blocks on a full pool. It returns ErrClosed once the pool is closed.
 func (p *Pool[T]) TryPut(v T) (bool, error) {
-	return p.tryPut(context.Background(), v, false)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return false, ErrClosed
+	}
+	if !p.tryPutLocked(v) {
+		return false, nil
+	}
+	p.putDone()
+	return true, nil
 }
 
 // Get removes and returns an item, blocking while every buffer is empty. It
 // returns ctx.Err() if ctx is done first and ErrClosed once the pool is closed.
 func (p *Pool[T]) Get(ctx context.Context) (T, error) {
+	var zero T
+	p.mu.Lock()
 	for {
-		v, ok, err := p.tryGet(ctx, true)
-		if ok || err != nil {
-			return v, err
+		if p.closed.Load() {
+			p.mu.Unlock()
+			return zero, ErrClosed
 		}
-		p.getWaiters.Add(1)
-		if p.total.Load() > 0 {
-			p.getWaiters.Add(-1)
-			runtime.Gosched()
-			continue
+		if v, ok := p.tryGetLocked(); ok {
+			p.getDone()
+			p.mu.Unlock()
+			return v, nil
 		}
-		select {
-		case <-p.notEmpty:
-		case <-ctx.Done():
-			p.getWaiters.Add(-1)
-			return v, ctx.Err()
-		case <-p.done:
-			p.getWaiters.Add(-1)
-			return v, ErrClosed
+		p.getWaiters++
+		p.mu.Unlock()
+		err := p.sleep(ctx, p.notEmpty)
+		p.mu.Lock()
+		p.getWaiters--
+		if err != nil {
+			p.mu.Unlock()
+			return zero, err
 		}
-		p.getWaiters.Add(-1)
 	}
 }
 
@@ -186,7 +193,18 @@ func (p *Pool[T]) Get(ctx context.Context) (T, error) {
 // did; it never blocks on an empty pool. It returns ErrClosed once the pool is
 // closed.
 func (p *Pool[T]) TryGet() (T, bool, error) {
-	return p.tryGet(context.Background(), false)
+	var zero T
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return zero, false, ErrClosed
+	}
+	v, ok := p.tryGetLocked()
+	if !ok {
+		return zero, false, nil
+	}
+	p.getDone()
+	return v, true, nil
 }
 
 // Close closes the pool and every buffer, wakes every blocked Put and Get (they
@@ -194,20 +212,16 @@ func (p *Pool[T]) TryGet() (T, bool, error) {
 // nothing silently. Only the first call returns items; later calls return nil.
 func (p *Pool[T]) Close() []T {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed.Load() {
-		p.mu.Unlock()
 		return nil
 	}
 	p.closed.Store(true)
 	close(p.done)
-	n := int(p.number.Load()) // stable from now on: grow and shrink refuse a closed pool
-	p.mu.Unlock()
-
 	var out []T
-	for range n {
-		// A buffer in someone's hands comes back as soon as their
-		// non-blocking try is over.
-		b := <-p.bufs
+	// Every live buffer is in the ring: callers hold one only inside mu.
+	for range p.n {
+		b := p.popFront()
 		b.Close()
 		out = append(out, b.Drain()...)
 	}
@@ -215,149 +229,144 @@ func (p *Pool[T]) Close() []T {
 	return out
 }
 
-// take removes a buffer from the channel, waiting (when wait is set) while
-// every buffer is in other hands. It reports false when none is free and wait
-// is unset.
-func (p *Pool[T]) take(ctx context.Context, wait bool) (*Buffer[T], bool, error) {
+// sleep waits for a token on ch, ctx.Done() or Close. The caller must not
+// hold mu.
+func (p *Pool[T]) sleep(ctx context.Context, ch chan struct{}) error {
 	select {
-	case b := <-p.bufs:
-		return b, true, nil
-	default:
-	}
-	if !wait {
-		return nil, false, nil
-	}
-	// Buffers are held only for one non-blocking try, so one is usually back
-	// within a few scheduling rounds; a blocking select costs far more.
-	for range takeYields {
-		runtime.Gosched()
-		select {
-		case b := <-p.bufs:
-			return b, true, nil
-		default:
-		}
-	}
-	select {
-	case b := <-p.bufs:
-		return b, true, nil
+	case <-ch:
+		return nil
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		return ctx.Err()
 	case <-p.done:
-		return nil, false, ErrClosed
+		return ErrClosed
 	}
 }
 
-// tryPut offers v to up to BufferNumber buffers once each.
-func (p *Pool[T]) tryPut(ctx context.Context, v T, wait bool) (bool, error) {
-	if p.closed.Load() {
-		return false, ErrClosed
-	}
-	n := p.number.Load()
-	for range n {
-		b, ok, err := p.take(ctx, wait)
-		if err != nil || !ok {
-			return false, err
-		}
-		if p.closed.Load() {
-			p.bufs <- b
-			return false, ErrClosed
-		}
-		// b is open: buffers are closed only by Close or shrink, and
-		// neither returns them to the channel.
-		ok, _ = b.put(v) // exclusive: taken from the channel
-		if !ok && p.putFails.Add(1) >= growFactor*n {
-			p.putFails.Store(0)
-			ok = p.grow(v)
-		}
-		p.bufs <- b
+// tryPutLocked offers v to up to n buffers once each, front to back, returning
+// each to the back. A full buffer counts towards growth; at the threshold the
+// pool grows with v as the new buffer's first item. The caller holds mu.
+func (p *Pool[T]) tryPutLocked(v T) bool {
+	for range p.n {
+		b := p.popFront()
+		// Every buffer in the ring is open: only Close and shrink close
+		// buffers, and neither returns them to the ring.
+		ok, _ := b.put(v)
+		p.pushBack(b)
 		if ok {
-			p.total.Add(1)
-			p.signalGetters()
-			if p.putWaiters.Load() > 0 && p.total.Load() < p.number.Load()*int64(p.bufCap) {
-				p.signal(p.notFull)
+			return true
+		}
+		p.putFails++
+		if p.putFails >= growFactor*p.n {
+			if p.grow(v) {
+				return true
 			}
-			return true, nil
 		}
 	}
-	return false, nil
+	return false
 }
 
-// tryGet asks up to BufferNumber buffers once each for an item.
-func (p *Pool[T]) tryGet(ctx context.Context, wait bool) (T, bool, error) {
+// tryGetLocked asks up to n buffers once each for an item, front to back,
+// returning each to the back. An empty buffer counts towards shrinking; at the
+// threshold it is retired instead of returned. The caller holds mu.
+func (p *Pool[T]) tryGetLocked() (T, bool) {
 	var zero T
-	if p.closed.Load() {
-		return zero, false, ErrClosed
-	}
-	n := p.number.Load()
-	for range n {
-		b, ok, err := p.take(ctx, wait)
-		if err != nil || !ok {
-			return zero, false, err
-		}
-		if p.closed.Load() {
-			p.bufs <- b
-			return zero, false, ErrClosed
-		}
-		v, ok, _ := b.get() // exclusive: taken from the channel
+	for range p.n {
+		b := p.popFront()
+		v, ok, _ := b.get()
 		if ok {
-			p.bufs <- b
-			p.total.Add(-1)
-			if p.putWaiters.Load() > 0 {
-				p.signal(p.notFull)
-			}
-			if p.total.Load() > 0 {
-				p.signalGetters()
-			}
-			return v, true, nil
+			p.pushBack(b)
+			return v, true
 		}
-		if p.getFails.Add(1) >= shrinkFactor*n {
-			p.getFails.Store(0)
-			if p.shrink(b) {
-				continue // b is retired, not returned
-			}
+		p.getFails++
+		// b is out of the ring: the pool has p.n+1 buffers.
+		if p.getFails >= shrinkFactor*(p.n+1) && p.shrink(b) {
+			continue // b is retired, not returned
 		}
-		p.bufs <- b
+		p.pushBack(b)
 	}
-	return zero, false, nil
+	return zero, false
 }
 
-// grow adds a buffer holding v, unless the pool is closed or at its max.
+// putDone records a successful put and wakes a getter if one sleeps. The
+// caller holds mu.
+func (p *Pool[T]) putDone() {
+	p.total.Add(1)
+	if p.getWaiters > 0 {
+		signal(p.notEmpty)
+	}
+	// A putter woken by a get passes the wake-up on while room remains.
+	if p.putWaiters > 0 && p.total.Load() < int64(p.n*p.bufCap) {
+		signal(p.notFull)
+	}
+}
+
+// getDone records a successful get and wakes a putter if one sleeps. The
+// caller holds mu.
+func (p *Pool[T]) getDone() {
+	p.total.Add(-1)
+	if p.putWaiters > 0 {
+		signal(p.notFull)
+	}
+	if p.getWaiters > 0 && p.total.Load() > 0 {
+		signal(p.notEmpty)
+	}
+}
+
+// grow adds a buffer holding v, unless the pool is closed or at its max. The
+// caller holds mu.
 func (p *Pool[T]) grow(v T) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed.Load() || p.number.Load() >= int64(p.maxBuf) {
+	if p.closed.Load() || p.n >= p.maxBuf {
 		return false
 	}
+	p.putFails = 0
 	b := &Buffer[T]{items: make([]T, p.bufCap)}
 	b.items[0], b.n = v, 1
-	p.number.Add(1)
+	p.pushBack(b)
+	p.number.Store(int64(p.n))
 	p.grown.Add(1)
-	p.bufs <- b // cannot block: fewer than maxBuf buffers exist
 	return true
 }
 
-// shrink retires b, which the caller holds and just found empty, unless the
-// pool is closed or down to one buffer.
+// shrink retires b, which the caller took from the ring and just found empty,
+// unless the pool would be left with no buffer. The caller holds mu.
 func (p *Pool[T]) shrink(b *Buffer[T]) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed.Load() || p.number.Load() <= 1 {
+	p.getFails = 0
+	// b is out of the ring, so p.n counts the others.
+	if p.n < 1 {
 		return false
 	}
 	b.Close()
-	p.number.Add(-1)
+	p.number.Store(int64(p.n))
 	p.shrunk.Add(1)
 	return true
 }
 
-func (p *Pool[T]) signalGetters() {
-	if p.getWaiters.Load() > 0 {
-		p.signal(p.notEmpty)
+// popFront takes the buffer at the front of the ring. The caller holds mu and
+// knows n > 0.
+func (p *Pool[T]) popFront() *Buffer[T] {
+	b := p.ring[p.head]
+	p.ring[p.head] = nil
+	p.head++
+	if p.head == len(p.ring) {
+		p.head = 0
 	}
+	p.n--
+	return b
+}
+
+// pushBack returns b to the back of the ring. The caller holds mu and knows
+// n < maxBuf.
+func (p *Pool[T]) pushBack(b *Buffer[T]) {
+	i := p.head + p.n
+	if i >= len(p.ring) {
+		i -= len(p.ring)
+	}
+	p.ring[i] = b
+	p.n++
 }
 
 // signal leaves a token for one sleeper; a token already there is enough.
-func (p *Pool[T]) signal(ch chan struct{}) {
+func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
