@@ -503,7 +503,9 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // then, as at Stop, the rest is cancelled and entries leased and not
 // finished are released back to q. Each keeps its admission, so it is not
 // refused as visited when it comes back; its next delivery counts as one
-// more attempt for the retry policy. The error joins ctx's error with one error per
+// more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
+// its entry is released with a not-before time, so it holds no worker,
+// survives a crash and keeps its place. The error joins ctx's error with one error per
 // undecodable entry (each acknowledged and dropped, errors.Is
 // ErrUndecodableRequest). Failed requests go to OnError, not here.
 func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {
