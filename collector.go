@@ -369,6 +369,9 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 // callbacks, it then waits for the crawl to finish.
 func (c *Collector) submit(req *Request) error {
 	cfg := c.config()
+	if req.parentRun != nil {
+		cfg = req.parentRun.cfg
+	}
 	if err := c.admit(req.stdContext(), cfg, req); err != nil {
 		req.err = err
 		c.refuse(req, err)

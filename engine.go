@@ -43,6 +43,16 @@ type run struct {
 	queueMode bool
 	// drained is closed by the feeder when a queue run has nothing left.
 	drained chan struct{}
+	// feedCtx ends with ctx, or earlier when a queue run drains: then no
+	// request starts, and those started may finish.
+	feedCtx  context.Context
+	stopFeed context.CancelFunc
+	// busyMu guards busy and quiet.
+	busyMu sync.Mutex
+	// busy counts requests handed to the scheduler and not yet finished.
+	busy int
+	// quiet, once asked for, is closed when busy falls to zero.
+	quiet chan struct{}
 	// wg counts the run's own goroutines (feeder, dispatcher, error drain).
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -61,8 +71,10 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		gate:    limits.NewGate[*Request](c.shared.limiter, max(256, 4*workers)),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
+	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
 	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
 	if err != nil {
+		r.stopFeed()
 		cancel()
 		return nil, err
 	}
@@ -111,14 +123,15 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 func (r *run) feed() {
 	defer r.wg.Done()
 	for {
-		req, err := r.front.next(r.ctx)
+		req, err := r.front.next(r.feedCtx)
 		if err != nil {
 			if errors.Is(err, errFrontierDone) {
 				close(r.drained)
 			}
 			return
 		}
-		if err := r.gate.Put(r.ctx, req.URL.Host, req); err != nil {
+		req.run = r
+		if err := r.gate.Put(r.feedCtx, req.URL.Host, req); err != nil {
 			return
 		}
 	}
@@ -131,18 +144,57 @@ func (r *run) dispatch() {
 	for {
 		select {
 		case r.tokens <- struct{}{}:
-		case <-r.ctx.Done():
+		case <-r.feedCtx.Done():
 			return
 		}
-		req, ticket, err := r.gate.Get(r.ctx)
+		req, ticket, err := r.gate.Get(r.feedCtx)
 		if err != nil {
 			return
 		}
 		req.ticket = ticket
-		if err := r.sched.Submit(r.ctx, req); err != nil {
+		r.busyMu.Lock()
+		r.busy++
+		r.busyMu.Unlock()
+		if err := r.sched.Submit(r.feedCtx, req); err != nil {
 			ticket.Done(limits.Result{Err: err})
+			r.settled()
 			return
 		}
+	}
+}
+
+// settled counts one request handed to the scheduler as done with.
+func (r *run) settled() {
+	r.busyMu.Lock()
+	defer r.busyMu.Unlock()
+	r.busy--
+	if r.busy == 0 && r.quiet != nil {
+		close(r.quiet)
+		r.quiet = nil
+	}
+}
+
+// drain stops starting requests and waits, at most grace, for those started
+// to finish: their callbacks run and their queue entries are acknowledged
+// instead of being fetched again after a resume.
+func (r *run) drain(grace time.Duration) {
+	r.stopFeed()
+	r.busyMu.Lock()
+	if r.busy == 0 {
+		r.busyMu.Unlock()
+		return
+	}
+	if r.quiet == nil {
+		r.quiet = make(chan struct{})
+	}
+	quiet := r.quiet
+	r.busyMu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-quiet:
+	case <-t.C:
+	case <-r.stopped:
 	}
 }
 
@@ -188,21 +240,41 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 // finish records a request's outcome and counts it done. A request that
 // failed in transit (or with a server error) loses its visited mark, so a
 // later Visit may try again.
+//
+// A queue run's request cut short by Stop keeps its mark: its entry goes
+// back to the queue and its next delivery holds the mark on.
 func (r *run) finish(req *Request, err error) {
-	if err != nil && retryableForget(err) {
+	stopped := r.ctx.Err() != nil && errors.Is(err, context.Canceled)
+	if err != nil && retryableForget(err) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
 	req.err = err
 	if req.root != nil {
 		req.root.err = err
 	}
-	stopped := r.ctx.Err() != nil && errors.Is(err, context.Canceled)
 	r.front.finish(req, !stopped)
+	r.settled()
 }
 
 // enqueue puts an admitted request into the running crawl, starting one if
 // none runs.
+//
+// A request made from a callback goes to its parent's run: a queue run's
+// storage takes it even while the run stops (the parent is acknowledged and
+// will not rediscover it); a stopped in-memory run refuses it with
+// ErrStopped rather than starting a crawl nobody waits for.
 func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
+	if pr := req.parentRun; pr != nil {
+		if pr.queueMode {
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		c.runMu.Lock()
+		defer c.runMu.Unlock()
+		if c.run != pr {
+			return nil, ErrStopped
+		}
+		return pr, pr.front.push(pr.ctx, req, notBefore)
+	}
 	c.runMu.Lock()
 	r := c.run
 	if r == nil {
@@ -265,11 +337,27 @@ func (r *run) shutdown() {
 		if err := r.sched.Stop(); err != nil {
 			r.c.logger.Warn("stopping scheduler", "err", err)
 		}
+		if r.queueMode {
+			r.analyzeLeftovers()
+		}
 		r.front.close()
 		r.c.logger.Info("crawl stopped", "requests", r.c.requestCount.Load(), "responses", r.c.responseCount.Load())
 		close(r.stopped)
 	})
 	<-r.stopped
+}
+
+// analyzeLeftovers runs the callbacks of responses that were downloaded
+// completely but not analyzed when the run stopped, so that a stopped queue
+// run does not fetch them again when it resumes. Their entries are then
+// acknowledged; the rest of the leftovers are released by front.close.
+func (r *run) analyzeLeftovers() {
+	for _, resp := range r.sched.Leftovers().Responses {
+		if resp == nil || resp.err != nil || resp.aborted {
+			continue
+		}
+		r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+	}
 }
 
 // Wait blocks until the crawl is done: every admitted request, and every
@@ -361,19 +449,14 @@ func (r *run) maybeRetry(resp *Response) bool {
 	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
 		return false
 	}
-	n, err := req.retryCopy()
-	if err != nil {
-		return false
-	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
-	n.marked, n.redirectKeys = req.marked, req.redirectKeys
-	if err := r.front.push(r.ctx, n, time.Now().Add(delay)); err != nil {
+	if err := r.front.retry(req, time.Now().Add(delay)); err != nil {
+		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
 	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
-	req.marked, req.redirectKeys = false, nil
-	r.front.finish(req, true)
+	r.settled()
 	return true
 }
 
@@ -399,6 +482,12 @@ func retryableForget(err error) bool {
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// queueStopGrace is how long RunQueue lets downloads in progress finish
+// after its context ends. A download cancelled half-way has usually reached
+// the server already and is fetched again on resume; letting it finish
+// turns that duplicate into finished work.
+const queueStopGrace = time.Second
+
 // ErrRunning is returned by RunQueue when the collector is already crawling.
 var ErrRunning = errors.New("collector is already running a crawl")
 
@@ -409,8 +498,14 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // admitted when leased, so filters, robots.txt, the visited check and
 // MaxRequests apply to them exactly. RunQueue returns when q has no entries
 // left and nothing is in flight (whether or not the collector is Async), when
-// ctx is cancelled, or on Stop; entries leased and not finished are then
-// released back to q. The error joins ctx's error with one error per
+// ctx is done, or on Stop. When ctx is done no further request starts, and
+// downloads in progress get up to a second to finish (their callbacks run);
+// then, as at Stop, the rest is cancelled and entries leased and not
+// finished are released back to q. Each keeps its admission, so it is not
+// refused as visited when it comes back; its next delivery counts as one
+// more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
+// its entry is released with a not-before time, so it holds no worker,
+// survives a crash and keeps its place. The error joins ctx's error with one error per
 // undecodable entry (each acknowledged and dropped, errors.Is
 // ErrUndecodableRequest). Failed requests go to OnError, not here.
 func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {
@@ -434,6 +529,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	select {
 	case <-r.drained:
 	case <-ctx.Done():
+		r.drain(queueStopGrace)
 	case <-r.stopped:
 	}
 	c.runMu.Lock()

@@ -182,19 +182,24 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			return err
 		}
 	}
-	if !c.reserveSlot(cfg) {
+	// A redelivered queue entry took its slot on its first delivery.
+	slot := !req.redelivered
+	if slot && !c.reserveSlot(cfg) {
 		return ErrMaxRequests
 	}
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
 	if req.checkRevisit && !cfg.allowRevisit {
 		added, err := c.markVisited(ctx, req.visitKey)
-		if err != nil {
-			c.releaseSlot()
-			return fmt.Errorf("visited set: %w", err)
+		if err == nil && !added && !req.ownsMark {
+			err = &AlreadyVisitedError{Destination: req.URL}
+		} else if err != nil {
+			err = fmt.Errorf("visited set: %w", err)
 		}
-		if !added {
-			c.releaseSlot()
-			return &AlreadyVisitedError{Destination: req.URL}
+		if err != nil {
+			if slot {
+				c.releaseSlot()
+			}
+			return err
 		}
 		req.marked = true
 	}

@@ -19,10 +19,14 @@ var errFrontierDone = errors.New("frontier done")
 // waits for the crawl, so a callback that calls Visit cannot deadlock the
 // engine that runs it.
 type frontier interface {
-	// push adds an admitted request, ready at notBefore (zero: now).
+	// push adds an admitted request, ready at notBefore (zero: now; the
+	// queue frontier takes only zero, its delays are retry's).
 	push(ctx context.Context, req *Request, notBefore time.Time) error
 	// next blocks until a request is ready, or ctx ends, or the frontier is done.
 	next(ctx context.Context) (*Request, error)
+	// retry finishes this try of req, a request from next, and has it tried
+	// again at notBefore.
+	retry(req *Request, notBefore time.Time) error
 	// finish reports that a request from next (or from push, for requests
 	// never handed out) is completely processed; ok false means it failed
 	// because the run stopped, so a durable frontier should keep it.
@@ -134,6 +138,22 @@ func (f *memFrontier) next(ctx context.Context) (*Request, error) {
 	}
 }
 
+// retry pushes a copy of req that takes over its visited marks, then
+// finishes req.
+func (f *memFrontier) retry(req *Request, notBefore time.Time) error {
+	n, err := req.retryCopy()
+	if err != nil {
+		return err
+	}
+	n.marked, n.redirectKeys = req.marked, req.redirectKeys
+	if err := f.push(context.Background(), n, notBefore); err != nil {
+		return err
+	}
+	req.marked, req.redirectKeys = false, nil
+	f.finish(req, true)
+	return nil
+}
+
 func (f *memFrontier) finish(*Request, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -186,8 +206,16 @@ const queueLeaseTTL = 5 * time.Minute
 // queueFrontier is RunQueue's frontier: a storage.Queue. Admitted requests
 // are marshalled and pushed; the engine leases entries, unmarshals them
 // (entries queued without admission, such as queue.AddURL's, are admitted
-// here), and acknowledges each when it is finished. Retries wait in memory
-// for their not-before time and are pushed back to the queue on close.
+// on their first delivery), and acknowledges each when it is finished.
+//
+// Every state a request waits in lives in the storage, so a stopped or
+// crashed consumer loses nothing: an entry in flight at Stop is released
+// back, a retry is released with a not-before time, and an entry of a
+// crashed consumer comes back when its lease expires. An entry queued
+// without admission is admitted on each delivery, but a later delivery
+// (Entry.Deliveries > 1) is the same request coming back: it keeps the
+// MaxRequests slot and takes over the visited mark of its first delivery
+// instead of being refused as already visited.
 type queueFrontier struct {
 	c      *Collector
 	cfg    *config
@@ -201,10 +229,8 @@ type queueFrontier struct {
 	// mu guards the fields below.
 	mu       sync.Mutex
 	leased   map[string]*Request
-	delayed  delayHeap
 	inflight int
 	errs     []error
-	closed   bool
 }
 
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
@@ -222,51 +248,49 @@ func (f *queueFrontier) signal() {
 	}
 }
 
-func (f *queueFrontier) push(ctx context.Context, req *Request, notBefore time.Time) error {
-	if !notBefore.IsZero() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.closed {
-			return ErrStopped
-		}
-		req.notBefore = notBefore
-		heap.Push(&f.delayed, req)
-		f.inflight++
-		f.signal()
-		return nil
-	}
+// push stores an admitted request. The push outlives the run's context: a
+// callback that discovers a link while the run stops must still get it into
+// the storage, because its parent is acknowledged and will not run again.
+func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) error {
 	req.admitted = true
 	data, err := req.Marshal()
 	if err != nil {
 		return err
 	}
-	return f.q.Push(ctx, data)
+	return f.q.Push(context.WithoutCancel(ctx), data)
 }
 
-// takeDelayed returns a retry that is due, or when the next one is.
-func (f *queueFrontier) takeDelayed() (*Request, time.Time, bool) {
+// retry releases req's entry with a not-before time: the waiting retry holds
+// no worker, survives a crash, and keeps its place among the entries. Its
+// next delivery counts as the next attempt (see lease).
+func (f *queueFrontier) retry(req *Request, notBefore time.Time) error {
+	if req.leaseID == "" {
+		return errors.New("retry of a request that has no queue lease")
+	}
+	if err := f.q.Release(context.Background(), req.leaseID, notBefore); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	delete(f.leased, req.leaseID)
+	f.inflight--
+	f.mu.Unlock()
+	f.signal()
+	return nil
+}
+
+// room reports whether another entry may be leased.
+func (f *queueFrontier) room() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.delayed) == 0 {
-		return nil, time.Time{}, f.inflight < f.ahead
-	}
-	if !f.delayed[0].notBefore.After(time.Now()) {
-		return heap.Pop(&f.delayed).(*Request), time.Time{}, true
-	}
-	return nil, f.delayed[0].notBefore, f.inflight < f.ahead
+	return f.inflight < f.ahead
 }
 
 func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 	backoff := time.Millisecond
 	for {
-		req, due, room := f.takeDelayed()
-		if req != nil {
-			return req, nil
-		}
-		if room {
+		if f.room() {
 			req, err := f.lease(ctx)
 			if err == nil {
-				backoff = time.Millisecond
 				return req, nil
 			}
 			switch {
@@ -286,13 +310,10 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 			}
 		}
 		// Nothing to take now. Wait for the queue's notification, a finished
-		// request, a retry coming due, or else a growing timer: other
-		// consumers' leases can expire without any notification.
-		wait := backoff
-		if !due.IsZero() {
-			wait = min(wait, time.Until(due))
-		}
-		t := time.NewTimer(wait)
+		// request, or else a growing timer: other consumers' leases expire
+		// and delayed entries come due without a word from a queue that has
+		// no Notify.
+		t := time.NewTimer(backoff)
 		select {
 		case <-f.notify:
 		case <-f.wake:
@@ -325,22 +346,36 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		f.mu.Lock()
 		f.errs = append(f.errs, err)
 		f.mu.Unlock()
-		if aerr := f.q.Ack(ctx, e.ID); aerr != nil {
-			f.c.logger.Warn("acknowledging queue entry", "err", aerr)
-		}
+		f.ack(ctx, e.ID)
 		return nil, errRefused
 	}
-	if !req.admitted {
-		if req.Depth == 0 {
-			req.Depth = 1
+	// Each delivery after the first is one more try of the same request:
+	// a retry released with a not-before time, an entry released at Stop,
+	// or one whose consumer died.
+	req.attempt += max(e.Deliveries-1, 0)
+	req.redelivered = e.Deliveries > 1
+	if req.admitted {
+		if req.marked {
+			req.visitKey = requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes)
 		}
+	} else {
+		// A redelivered entry was admitted on its first delivery (unless a
+		// stop cut that short): it holds a MaxRequests slot and, most
+		// likely, the visited mark, which it takes over instead of being
+		// refused as visited. The other checks run again; they are cheap.
+		req.Depth = max(req.Depth, 1)
 		req.checkRevisit = true
+		req.ownsMark = req.redelivered
 		if err := f.c.admit(ctx, f.cfg, req); err != nil {
+			if ctx.Err() != nil {
+				// The run stopped during admission (a robots.txt fetch, say):
+				// the entry was not refused, so it goes back.
+				f.release(e.ID, time.Time{})
+				return nil, ctx.Err()
+			}
 			req.err = err
 			f.c.refuse(req, err)
-			if aerr := f.q.Ack(ctx, e.ID); aerr != nil {
-				f.c.logger.Warn("acknowledging queue entry", "err", aerr)
-			}
+			f.ack(ctx, e.ID)
 			return nil, errRefused
 		}
 	}
@@ -352,11 +387,24 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	return req, nil
 }
 
+func (f *queueFrontier) ack(ctx context.Context, id string) {
+	if err := f.q.Ack(context.WithoutCancel(ctx), id); err != nil {
+		f.c.logger.Warn("acknowledging queue entry", "err", err)
+	}
+}
+
+func (f *queueFrontier) release(id string, notBefore time.Time) {
+	if err := f.q.Release(context.Background(), id, notBefore); err != nil {
+		f.c.logger.Warn("releasing queue entry", "err", err)
+	}
+}
+
 // drained reports whether the crawl is over: nothing of ours in flight and
-// nothing left in the queue (nor leased by another consumer).
+// nothing left in the queue (nor leased by another consumer, nor waiting
+// for a retry's not-before time).
 func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	f.mu.Lock()
-	busy := f.inflight > 0 || len(f.delayed) > 0
+	busy := f.inflight > 0
 	f.mu.Unlock()
 	if busy {
 		return false, nil
@@ -368,6 +416,9 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	return l.Total() == 0, nil
 }
 
+// finish acknowledges a finished entry, or releases it when the run stopped
+// before it could finish. A released entry keeps its admission (its visited
+// mark stays, see run.finish), which its next delivery takes over.
 func (f *queueFrontier) finish(req *Request, ok bool) {
 	f.mu.Lock()
 	id := req.leaseID
@@ -399,31 +450,15 @@ func (f *queueFrontier) pending() int {
 	return f.inflight
 }
 
-// close releases every entry leased and not finished, and pushes waiting
-// retries back to the queue, so that nothing is lost when a run stops.
+// close releases every entry leased and not finished, so that nothing is
+// lost when a run stops. Each keeps its admission for its next delivery.
 func (f *queueFrontier) close() {
 	f.mu.Lock()
-	f.closed = true
 	leased := f.leased
 	f.leased = map[string]*Request{}
-	delayed := f.delayed
-	f.delayed = nil
 	f.mu.Unlock()
-	ctx := context.Background()
 	for id := range leased {
-		if err := f.q.Release(ctx, id, time.Time{}); err != nil {
-			f.c.logger.Warn("releasing queue entry", "err", err)
-		}
-	}
-	for _, req := range delayed {
-		req.admitted = true
-		data, err := req.Marshal()
-		if err == nil {
-			err = f.q.Push(ctx, data)
-		}
-		if err != nil {
-			f.c.logger.Warn("requeueing a retry", "url", urlString(req), "err", err)
-		}
+		f.release(id, time.Time{})
 	}
 }
 

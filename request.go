@@ -74,6 +74,16 @@ type Request struct {
 	leaseID string
 	// notBefore delays a retried request.
 	notBefore time.Time
+	// redelivered is set on a request whose queue entry was leased before:
+	// it kept its first delivery's admission.
+	redelivered bool
+	// run is the run this request is part of, set when it leaves the frontier.
+	run *run
+	// parentRun is the run of the request this one was made from in a callback.
+	parentRun *run
+	// ownsMark lets admission take over an existing visited mark, which
+	// may be this request's own from an earlier delivery of its parent.
+	ownsMark bool
 	// admitted is set on requests the collector admitted before queueing
 	// them; a queue entry without it is admitted when leased.
 	admitted bool
@@ -93,6 +103,7 @@ func (r *Request) New(method, u string, body io.Reader) (*Request, error) {
 		return nil, err
 	}
 	n.checkRevisit = true
+	n.parentRun = r.run
 	return n, nil
 }
 
@@ -160,7 +171,21 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	if abs == "" {
 		abs = u // let admission report the bad URL
 	}
-	return r.collector.scrape(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr, true)
+	c := r.collector
+	n, err := c.newRequest(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
+	if err != nil {
+		n.err = err
+		c.refuse(n, err)
+		return err
+	}
+	n.checkRevisit = true
+	// A redelivered parent may have run its callbacks before, in a consumer
+	// that died after marking a child visited and before pushing it (or
+	// before acknowledging the parent). Its children are then pushed even
+	// when marked: a possible duplicate fetch instead of a lost page.
+	n.ownsMark = r.redelivered
+	n.parentRun = r.run
+	return c.submit(n)
 }
 
 // Retry submits the request again: same method, URL, body, depth and
@@ -247,6 +272,7 @@ type serializableRequest struct {
 	Attempt                   int    `json:",omitempty"`
 	CheckRevisit              bool   `json:",omitempty"`
 	Admitted                  bool   `json:",omitempty"`
+	Marked                    bool   `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -284,6 +310,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
+		Marked: r.marked,
 	})
 }
 
@@ -313,6 +340,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
+		marked: sr.Admitted && sr.Marked,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body
