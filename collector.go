@@ -97,9 +97,12 @@ type Collector struct {
 	cbMu sync.RWMutex
 	cbs  callbacks
 
-	// runMu guards run.
+	// runMu guards run and stopping.
 	runMu sync.Mutex
 	run   *run
+	// stopping are runs that Stop, called from their own callbacks, left
+	// shutting down; Wait waits for them.
+	stopping []*run
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map

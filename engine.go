@@ -367,39 +367,63 @@ func (c *Collector) Wait() {
 	for {
 		c.runMu.Lock()
 		r := c.run
+		var stopping *run
+		if len(c.stopping) > 0 {
+			stopping = c.stopping[0]
+		}
 		c.runMu.Unlock()
-		if r == nil {
+		switch {
+		case r != nil:
+			c.waitRun(r)
+		case stopping != nil:
+			<-stopping.stopped
+			c.runMu.Lock()
+			c.stopping = slices.DeleteFunc(c.stopping, func(s *run) bool { return s == stopping })
+			c.runMu.Unlock()
+		default:
 			return
 		}
-		c.waitRun(r)
 	}
 }
 
 // Stop ends the current crawl at once (not in Colly): downloads in flight are
 // cancelled, requests waiting in the frontier are dropped (RunQueue releases
 // them back to its queue), and Wait, Visit and RunQueue return. The
-// collector stays usable; a later Visit starts a new crawl.
+// collector stays usable; a later Visit starts a new crawl. Stop returns
+// once the crawl has stopped, except when called from one of its callbacks,
+// which the crawl would wait for: then it returns at once and Wait waits.
 func (c *Collector) Stop() {
 	c.runMu.Lock()
 	r := c.run
 	c.run = nil
-	c.runMu.Unlock()
-	if r != nil {
-		r.shutdown()
+	if r == nil {
+		c.runMu.Unlock()
+		return
 	}
+	if !c.callingFromCallback() {
+		c.runMu.Unlock()
+		r.shutdown()
+		return
+	}
+	c.stopping = append(c.stopping, r)
+	c.runMu.Unlock()
+	r.cancel()
+	// Owned by the run: Wait, Visit and RunQueue wait for r.stopped.
+	go func() {
+		r.shutdown()
+		c.runMu.Lock()
+		c.stopping = slices.DeleteFunc(c.stopping, func(s *run) bool { return s == r })
+		c.runMu.Unlock()
+	}()
 }
 
 // markCallbacks runs f with the current goroutine recorded as running this
-// collector's callbacks, in sync mode only. Colly's API gives c.Visit no
-// handle on the request it is called from, so the goroutine ID (read from
-// runtime.Stack) is the only way to tell "Visit from a callback, which must
-// not wait for the crawl it is part of" from a top-level Visit. Async mode
-// never waits in Visit and skips the cost.
-func (c *Collector) markCallbacks(cfg *config, f func()) {
-	if cfg.async {
-		f()
-		return
-	}
+// collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
+// the request they are called from, so the goroutine ID (read from
+// runtime.Stack, about a microsecond) is the only way to tell a call from a
+// callback, which must not wait for the crawl it is part of, from a
+// top-level call.
+func (c *Collector) markCallbacks(_ *config, f func()) {
 	c.withCallbackMark(f)
 }
 

@@ -77,6 +77,8 @@ type Request struct {
 	// redelivered is set on a request whose queue entry was leased before:
 	// it kept its first delivery's admission.
 	redelivered bool
+	// parentURL is the URL of the page whose callbacks made this request.
+	parentURL string
 	// run is the run this request is part of, set when it leaves the frontier.
 	run *run
 	// parentRun is the run of the request this one was made from in a callback.
@@ -104,8 +106,16 @@ func (r *Request) New(method, u string, body io.Reader) (*Request, error) {
 	}
 	n.checkRevisit = true
 	n.parentRun = r.run
+	n.parentURL = urlString(r)
 	return n, nil
 }
+
+// ParentURL returns the URL of the page this request was found on: the
+// request whose Visit, Post or New made it (its final URL, after
+// redirects). It is "" for requests made by the Collector or added to a
+// queue directly. It is kept per request, so siblings never see each
+// other's, and it travels through a queue's storage. Not in Colly.
+func (r *Request) ParentURL() string { return r.parentURL }
 
 // Abort cancels the request from a callback: in OnRequest silently, in
 // OnRequestHeaders and OnResponseHeaders with an error delivered to OnError.
@@ -185,6 +195,7 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	// when marked: a possible duplicate fetch instead of a lost page.
 	n.ownsMark = r.redelivered
 	n.parentRun = r.run
+	n.parentURL = urlString(r)
 	return c.submit(n)
 }
 
@@ -233,6 +244,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		attempt:                   r.attempt + 1,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
+		parentURL:                 r.parentURL,
 		root:                      r,
 	}
 	if r.root != nil {
@@ -273,6 +285,7 @@ type serializableRequest struct {
 	CheckRevisit              bool   `json:",omitempty"`
 	Admitted                  bool   `json:",omitempty"`
 	Marked                    bool   `json:",omitempty"`
+	Parent                    string `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -310,7 +323,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
-		Marked: r.marked,
+		Marked: r.marked, Parent: r.parentURL,
 	})
 }
 
@@ -340,7 +353,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
-		marked: sr.Admitted && sr.Marked,
+		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body
