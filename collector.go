@@ -374,6 +374,7 @@ func (c *Collector) submit(req *Request) error {
 	cfg := c.config()
 	if req.parentRun != nil {
 		cfg = req.parentRun.cfg
+		req.deferMark = req.parentRun.queueMode
 	}
 	if err := c.admit(req.stdContext(), cfg, req); err != nil {
 		req.err = err

@@ -172,6 +172,13 @@ func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, us
 // admit runs every check a request must pass before it may wait in the
 // frontier. When it returns nil the request holds a MaxRequests slot and,
 // unless it bypasses the visited check, is marked visited.
+//
+// A request with deferMark set (a link found during a queue run) takes
+// neither: it is only checked against the visited set, and gets its slot and
+// its mark when its queue entry is leased. Marking at discovery would open a
+// window — mark written, entry not yet pushed — in which a crash loses the
+// page; marking at lease time leaves only duplicates in the queue, which the
+// lease refuses.
 func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
 	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
 		return err
@@ -182,12 +189,24 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			return err
 		}
 	}
+	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
+	if req.deferMark {
+		if req.checkRevisit && !cfg.allowRevisit {
+			seen, err := c.storage().IsVisited(req.visitKey)
+			if err != nil {
+				return fmt.Errorf("visited set: %w", err)
+			}
+			if seen {
+				return &AlreadyVisitedError{Destination: req.URL}
+			}
+		}
+		return nil
+	}
 	// A redelivered queue entry took its slot on its first delivery.
 	slot := !req.redelivered
 	if slot && !c.reserveSlot(cfg) {
 		return ErrMaxRequests
 	}
-	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
 	if req.checkRevisit && !cfg.allowRevisit {
 		added, err := c.markVisited(ctx, req.visitKey)
 		if err == nil && !added && !req.ownsMark {
@@ -208,6 +227,9 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 
 // unadmit undoes admit for a request that could not be queued after all.
 func (c *Collector) unadmit(req *Request) {
+	if req.deferMark {
+		return // it took no slot and no mark
+	}
 	c.releaseSlot()
 	c.forgetVisited(req)
 }

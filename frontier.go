@@ -252,7 +252,8 @@ func (f *queueFrontier) signal() {
 // callback that discovers a link while the run stops must still get it into
 // the storage, because its parent is acknowledged and will not run again.
 func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) error {
-	req.admitted = true
+	// A deferred request is admitted for good when its entry is leased.
+	req.admitted = !req.deferMark
 	data, err := req.Marshal()
 	if err != nil {
 		return err

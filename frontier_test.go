@@ -11,21 +11,24 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// TestRunQueueRedelivery simulates a consumer that died after admitting an
-// entry (its visited marks stay, its lease expires): the next delivery must
-// take the marks over instead of being refused as visited, and so must the
-// children its callbacks find again. A first delivery of a visited URL is
-// still refused.
+// TestRunQueueRedelivery simulates a consumer that died after leasing the
+// root entry (its visited mark stays, its lease expires): the next delivery
+// must take the mark over instead of being refused as visited. Links are
+// marked only when their own entry is leased, so the root's child is fetched
+// exactly once whether or not the dead consumer had pushed it already. A
+// first delivery of a visited URL is still refused.
 func TestRunQueueRedelivery(t *testing.T) {
 	tests := []struct {
 		name        string
-		earlier     bool // the entry was leased once before
+		earlier     bool // the root entry was leased once before
+		childPushed bool // the dead consumer pushed the child before dying
 		wantRoot    int  // fetches of /
 		wantChild   int  // fetches of /a
 		wantRefusal bool // the root reached OnError as AlreadyVisitedError
 	}{
 		{name: "first delivery", earlier: false, wantRoot: 0, wantChild: 0, wantRefusal: true},
 		{name: "redelivery", earlier: true, wantRoot: 1, wantChild: 1},
+		{name: "redelivery after the child was pushed", earlier: true, childPushed: true, wantRoot: 1, wantChild: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,15 +42,16 @@ func TestRunQueueRedelivery(t *testing.T) {
 					refused.Store(true)
 				}
 			})
-			// The dead consumer marked / and its child /a.
-			for _, p := range []string{"/", "/a"} {
-				key := requestKey(http.MethodGet, canonicalURL(mustParse(t, ts.URL+p), false), nil)
-				if _, err := c.markVisited(t.Context(), key); err != nil {
-					t.Fatal(err)
-				}
+			// The dead consumer leased /, which marked it.
+			key := requestKey(http.MethodGet, canonicalURL(mustParse(t, ts.URL+"/"), false), nil)
+			if _, err := c.markVisited(t.Context(), key); err != nil {
+				t.Fatal(err)
 			}
 			var q storage.Queue = storage.NewMemoryQueue(0)
 			pushURL(t, q, ts.URL+"/")
+			if tt.childPushed {
+				pushURL(t, q, ts.URL+"/a")
+			}
 			if tt.earlier {
 				q = &expiredOnce{Queue: q}
 			}

@@ -86,6 +86,10 @@ type Request struct {
 	// ownsMark lets admission take over an existing visited mark, which
 	// may be this request's own from an earlier delivery of its parent.
 	ownsMark bool
+	// deferMark is set on links found during a queue run: admission checks
+	// them but leaves the MaxRequests slot and the visited mark to the
+	// lease of their queue entry (see Collector.admit).
+	deferMark bool
 	// admitted is set on requests the collector admitted before queueing
 	// them; a queue entry without it is admitted when leased.
 	admitted bool
@@ -189,11 +193,6 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 		return err
 	}
 	n.checkRevisit = true
-	// A redelivered parent may have run its callbacks before, in a consumer
-	// that died after marking a child visited and before pushing it (or
-	// before acknowledging the parent). Its children are then pushed even
-	// when marked: a possible duplicate fetch instead of a lost page.
-	n.ownsMark = r.redelivered
 	n.parentRun = r.run
 	n.parentURL = urlString(r)
 	return c.submit(n)
