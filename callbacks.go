@@ -211,19 +211,16 @@ func (c *Collector) safely(name string, f func()) (err error) {
 }
 
 // handleOnError runs the OnError callbacks; a panic in one is logged, as
-// there is nowhere left to deliver it.
+// there is nowhere left to deliver it. The caller marks the goroutine as
+// running callbacks when that matters (sync mode, outside the engine's own
+// workers, which are marked already).
 func (c *Collector) handleOnError(resp *Response, err error) {
 	cbs := c.snapshotCallbacks()
-	if len(cbs.err) == 0 {
-		return
-	}
-	c.withCallbackMark(func() {
-		for _, f := range cbs.err {
-			if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
-				c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
-			}
+	for _, f := range cbs.err {
+		if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
+			c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
 		}
-	})
+	}
 }
 
 func urlString(r *Request) string {

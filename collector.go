@@ -369,29 +369,90 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 // callbacks, it then waits for the crawl to finish.
 func (c *Collector) submit(req *Request) error {
 	cfg := c.config()
-	if err := c.admit(req.stdContext(), cfg, req); err != nil {
-		req.err = err
-		c.refuse(req, err)
+	if cfg.async {
+		_, err := c.enter(cfg, req)
+		if err != nil {
+			c.logRefusal(req, err)
+			c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+		}
 		return err
 	}
-	r, err := c.enqueue(req, time.Time{})
+	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
+	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
+	id := goroutineID()
+	_, nested := c.inCallback.Load(id)
+	r, err := c.enter(cfg, req)
 	if err != nil {
-		c.unadmit(req)
-		req.err = err
-		c.refuse(req, err)
+		c.logRefusal(req, err)
+		resp := &Response{Request: req, Ctx: req.Ctx}
+		if nested {
+			c.handleOnError(resp, err)
+		} else {
+			c.withCallbackMarkID(id, func() { c.handleOnError(resp, err) })
+		}
 		return err
 	}
-	if cfg.async || c.callingFromCallback() {
+	if nested {
 		return nil
 	}
 	c.waitRun(r)
 	return req.err
 }
 
-// refuse delivers a refusal to OnError with a Response that names the request.
+// submitChild admits a request made by Request.Visit and its kin, which never
+// wait for the crawl. Such calls come from callbacks, whose goroutine is
+// already marked in sync mode, so no goroutine-ID lookup is needed: this is
+// the hot path of a crawl (every link of every page passes here).
+func (c *Collector) submitChild(req *Request) error {
+	cfg := c.config()
+	_, err := c.enter(cfg, req)
+	if err != nil {
+		c.logRefusal(req, err)
+		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+	}
+	return err
+}
+
+// enter admits req and queues it; on failure nothing of the admission is left
+// and req.err holds the error.
+func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		return nil, err
+	}
+	r, err := c.enqueue(req, time.Time{})
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		return nil, err
+	}
+	return r, nil
+}
+
+// refuse delivers a refusal to OnError with a Response that names the
+// request; in sync mode OnError runs marked as a callback, so that a Visit
+// from it does not wait for the crawl.
 func (c *Collector) refuse(req *Request, err error) {
+	c.logRefusal(req, err)
+	resp := &Response{Request: req, Ctx: req.Ctx}
+	if c.config().async {
+		c.handleOnError(resp, err)
+		return
+	}
+	c.withCallbackMark(func() { c.handleOnError(resp, err) })
+}
+
+func (c *Collector) logRefusal(req *Request, err error) {
+	if !c.debugEnabled() {
+		return
+	}
 	c.logger.Debug("request refused", "url", req.URL.String(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
-	c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+}
+
+// debugEnabled guards Debug calls on hot paths, whose attributes (URL
+// strings) would otherwise be built for a logger that drops them.
+func (c *Collector) debugEnabled() bool {
+	return c.logger.Enabled(context.Background(), slog.LevelDebug)
 }
 
 // analyze is the analysis stage of one response: OnError, or OnResponse,
@@ -412,12 +473,16 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		if req.attempt > 1 {
 			err = &RetryError{Attempts: req.attempt, Err: err}
 		}
-		c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		if c.debugEnabled() {
+			c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		}
 		c.handleOnError(resp, err)
 		r.finish(req, err)
 		return
 	}
-	c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	if c.debugEnabled() {
+		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	}
 	cbs := c.snapshotCallbacks()
 	var firstErr error
 	report := func(err error) {

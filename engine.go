@@ -316,7 +316,11 @@ func (c *Collector) markCallbacks(cfg *config, f func()) {
 }
 
 func (c *Collector) withCallbackMark(f func()) {
-	id := goroutineID()
+	c.withCallbackMarkID(goroutineID(), f)
+}
+
+// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
+func (c *Collector) withCallbackMarkID(id uint64, f func()) {
 	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
 		f()
 		return

@@ -160,7 +160,15 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	if abs == "" {
 		abs = u // let admission report the bad URL
 	}
-	return r.collector.scrape(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr, true)
+	c := r.collector
+	req, err := c.newRequest(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	req.checkRevisit = true
+	return c.submitChild(req)
 }
 
 // Retry submits the request again: same method, URL, body, depth and
