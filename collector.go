@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xmlquery"
 	"golang.org/x/net/html"
@@ -93,9 +94,10 @@ type Collector struct {
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
 
-	// cbMu guards the callback lists.
-	cbMu sync.RWMutex
-	cbs  callbacks
+	// cbMu serialises changes to cbs; readers load cbs without it.
+	cbMu sync.Mutex
+	// cbs holds the callback lists; see snapshotCallbacks.
+	cbs atomic.Pointer[callbacks]
 
 	// runMu guards run.
 	runMu sync.Mutex
@@ -286,9 +288,7 @@ func (c *Collector) UnmarshalRequest(data []byte) (*Request, error) {
 
 // String reports counters, as Colly does.
 func (c *Collector) String() string {
-	c.cbMu.RLock()
-	n := c.cbs.count()
-	c.cbMu.RUnlock()
+	n := c.snapshotCallbacks().count()
 	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
 		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
 }
@@ -329,6 +329,16 @@ func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Con
 // newRequest builds a request; on error it still returns a request (with
 // whatever could be parsed) so that OnError can be told which one failed.
 func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return c.newRequestURL(p, method, depth, body, ctx, hdr)
+}
+
+// newRequestURL is newRequest for a parsed URL, which the request keeps.
+func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
 	if ctx == nil {
 		ctx = NewContext()
 	}
@@ -336,6 +346,7 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 		hdr = c.defaultHeaders()
 	}
 	req := &Request{
+		URL:       u,
 		Method:    method,
 		Headers:   &hdr,
 		Ctx:       ctx,
@@ -348,12 +359,6 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 	if h := hdr.Get("Host"); h != "" {
 		req.Host = h
 	}
-	p, err := url.Parse(u)
-	if err != nil {
-		req.URL = &url.URL{Path: u}
-		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
-	}
-	req.URL = p
 	if body != nil {
 		b, err := io.ReadAll(body)
 		if err != nil {
@@ -483,6 +488,12 @@ func (c *Collector) analyze(r *run, resp *Response) {
 	if c.debugEnabled() {
 		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
 	}
+	r.finish(req, c.runResponseCallbacks(resp))
+}
+
+// runResponseCallbacks runs OnResponse, OnHTML, OnXML and OnScraped for a
+// successful response. Every error goes to OnError; the first is returned.
+func (c *Collector) runResponseCallbacks(resp *Response) error {
 	cbs := c.snapshotCallbacks()
 	var firstErr error
 	report := func(err error) {
@@ -505,12 +516,16 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
 		c.purgeDetached()
 	}
-	r.finish(req, firstErr)
+	return firstErr
 }
+
+// baseHrefMatcher finds the <base href> that relative links resolve against;
+// compiled once, as goquery's Find would compile it for every page.
+var baseHrefMatcher = cascadia.MustCompile("base[href]")
 
 // runDocumentCallbacks runs OnHTML and OnXML. An HTML body is parsed once and
 // shared by goquery and htmlquery; XML bodies go to xmlquery.
-func (c *Collector) runDocumentCallbacks(cbs callbacks, resp *Response, report func(error)) {
+func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report func(error)) {
 	if len(cbs.html) == 0 && len(cbs.xml) == 0 {
 		return
 	}
@@ -533,7 +548,8 @@ func (c *Collector) runDocumentCallbacks(cbs callbacks, resp *Response, report f
 			return
 		}
 		doc := goquery.NewDocumentFromNode(root)
-		if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
+			href, _ := attrOf(base.Attr, "href")
 			if b, err := req.URL.Parse(strings.TrimSpace(href)); err == nil {
 				req.baseURL = b
 			}

@@ -450,7 +450,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 }
 
 // responseHeaders runs OnResponseHeaders; Abort there fails the request.
-func (c *Collector) responseHeaders(cbs callbacks, resp *Response) error {
+func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
 	for _, f := range cbs.responseHeaders {
 		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
 			return err
