@@ -174,8 +174,25 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
 		}
 	}()
-	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, req) })
+	cbs := r.c.snapshotCallbacks()
+	if !r.c.userCodeInFetch(cbs) {
+		// Nothing in the fetch can call Visit, so the goroutine needs no
+		// mark (and the sync-mode goroutine-ID lookup is saved).
+		return r.c.fetch(ctx, r.cfg, cbs, req), nil
+	}
+	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
 	return resp, nil
+}
+
+// userCodeInFetch reports whether a fetch with cbs runs user code that might
+// call Visit: request-side callbacks or a redirect handler.
+func (c *Collector) userCodeInFetch(cbs *callbacks) bool {
+	if len(cbs.request) > 0 || len(cbs.requestHeaders) > 0 || len(cbs.responseHeaders) > 0 {
+		return true
+	}
+	c.shared.redirectMu.RLock()
+	defer c.shared.redirectMu.RUnlock()
+	return c.shared.redirectHandler != nil
 }
 
 // analyze is the scheduler's parser: it runs the response callbacks and

@@ -339,7 +339,7 @@ func isTimeout(err error) bool {
 // fetch is the download stage of one request: OnRequest, cache, OnRequestHeaders,
 // the HTTP exchange, OnResponseHeaders and the body. It never fails outright;
 // the error travels in the Response to the analyzer.
-func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Response {
+func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req *Request) *Response {
 	resp := &Response{Request: req, Ctx: req.Ctx}
 	result := limits.Result{}
 	defer func() { req.ticket.Done(result) }()
@@ -348,7 +348,6 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 		result.Err = err
 		return resp
 	}
-	cbs := c.snapshotCallbacks()
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
