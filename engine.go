@@ -346,13 +346,6 @@ func (c *Collector) withCallbackMarkID(id uint64, f func()) {
 	f()
 }
 
-// callingFromCallback reports whether the current goroutine is running one
-// of this collector's callbacks.
-func (c *Collector) callingFromCallback() bool {
-	_, ok := c.inCallback.Load(goroutineID())
-	return ok
-}
-
 // goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
 func goroutineID() uint64 {
 	var buf [64]byte

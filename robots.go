@@ -54,7 +54,7 @@ type robotsCache struct {
 	// mu guards entries and lru.
 	mu      sync.Mutex
 	entries map[robotsHost]*list.Element // value: *robotsEntry
-	lru     *list.List               // front: most recently checked
+	lru     *list.List                   // front: most recently checked
 }
 
 // robotsEntry is one host's robots.txt, or the fetch in flight for it.
