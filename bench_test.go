@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 )
@@ -238,5 +239,132 @@ func BenchmarkCrawl(b *testing.B) {
 			}
 			b.ReportMetric(float64(got.Load())/b.Elapsed().Seconds(), "pages/s")
 		})
+	}
+}
+
+// TestSyncVisitFromFetchNoDeadlock checks that the user code a download runs
+// (request-side callbacks, the redirect handler) still has its goroutine
+// marked, so a sync c.Visit from it returns instead of waiting for the crawl
+// it is part of. With one worker a missing mark deadlocks.
+func TestSyncVisitFromFetchNoDeadlock(t *testing.T) {
+	tests := []struct {
+		name     string
+		register func(c *Collector, visit func())
+	}{
+		{"OnRequest", func(c *Collector, visit func()) { c.OnRequest(func(*Request) { visit() }) }},
+		{"OnRequestHeaders", func(c *Collector, visit func()) { c.OnRequestHeaders(func(*Request) { visit() }) }},
+		{"OnResponseHeaders", func(c *Collector, visit func()) { c.OnResponseHeaders(func(*Response) { visit() }) }},
+		{"redirect handler", func(c *Collector, visit func()) {
+			c.SetRedirectHandler(func(*http.Request, []*http.Request) error { visit(); return nil })
+		}},
+		{"OnError of a refusal", func(c *Collector, visit func()) { c.OnError(func(*Response, error) { visit() }) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t)
+			c := NewCollector(Workers(1))
+			var once atomic.Bool
+			tt.register(c, func() {
+				if once.CompareAndSwap(false, true) {
+					_ = c.Visit(ts.URL + "/leaf")
+				}
+			})
+			start := ts.URL + "/redirect"
+			if tt.name == "OnError of a refusal" {
+				start = "http://forbidden.invalid/"
+				c.AllowedDomains = []string{"127.0.0.1"}
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Visit(start) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("Visit(%q) with c.Visit from %s did not return", start, tt.name)
+			}
+			c.Wait()
+			if !once.Load() {
+				t.Fatalf("%s never ran", tt.name)
+			}
+			if n := ts.count("/leaf"); n != 1 {
+				t.Errorf("fetches of /leaf = %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRequestVisitNeverWaits checks that Request.Visit from outside any
+// callback returns at once in sync mode, as documented, instead of waiting
+// for the crawl.
+func TestRequestVisitNeverWaits(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<p>x</p>"))
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := NewCollector(IgnoreRobotsTxt())
+	var parent *Request
+	c.OnResponse(func(r *Response) { parent = r.Request })
+	if err := c.Visit(srv.URL + "/"); err != nil {
+		t.Fatalf("Visit(/) error = %v, want nil", err)
+	}
+	if parent == nil {
+		t.Fatal("no response for /")
+	}
+	done := make(chan error, 1)
+	go func() { done <- parent.Visit("/slow") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Request.Visit(/slow) error = %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Request.Visit(/slow) waited for the crawl")
+	}
+	c.Stop()
+}
+
+// TestHotPathAllocations pins the allocation-free steps of admission.
+func TestHotPathAllocations(t *testing.T) {
+	c := NewCollector()
+	c.OnHTML("a", func(*HTMLElement) {})
+	u, err := url.Parse("http://127.0.0.1:8080/p/1?q=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"snapshotCallbacks", func() { _ = c.snapshotCallbacks() }},
+		{"robotsKey", func() { _ = robotsKey(u) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := testing.AllocsPerRun(100, tt.f); n != 0 {
+				t.Errorf("%s allocates %v times, want 0", tt.name, n)
+			}
+		})
+	}
+	if got, want := robotsKey(u).String(), "http://127.0.0.1:8080"; got != want {
+		t.Errorf("robotsKey(%q) = %q, want %q", u, got, want)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"HTTP://Example.COM/x", "http://example.com:80"},
+		{"https://example.com/x", "https://example.com:443"},
+		{"http://[::1]:81/", "http://[::1]:81"},
+		{"http://[::1]/", "http://[::1]:80"},
+	} {
+		p, err := url.Parse(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := robotsKey(p).String(); got != tt.want {
+			t.Errorf("robotsKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
