@@ -368,3 +368,35 @@ func TestHotPathAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportKeepsIdlePerWorker checks that magpie's own transport keeps an
+// idle connection per worker when the workers outnumber its default, and that
+// a transport the user set is never retuned.
+func TestTransportKeepsIdlePerWorker(t *testing.T) {
+	ts := newTestServer(t)
+	userTransport := &http.Transport{MaxIdleConnsPerHost: 3}
+	tests := []struct {
+		name string
+		set  func(c *Collector)
+		want int
+	}{
+		{"own transport", func(*Collector) {}, 300},
+		{"user transport", func(c *Collector) { c.WithTransport(userTransport) }, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCollector(Workers(300))
+			tt.set(c)
+			if err := c.Visit(ts.URL + "/leaf"); err != nil {
+				t.Fatalf("Visit(/leaf) error = %v, want nil", err)
+			}
+			tr, ok := c.shared.backend.get().Transport.(*http.Transport)
+			if !ok {
+				t.Fatalf("transport is %T, want *http.Transport", c.shared.backend.get().Transport)
+			}
+			if tr.MaxIdleConnsPerHost != tt.want {
+				t.Errorf("MaxIdleConnsPerHost = %d, want %d", tr.MaxIdleConnsPerHost, tt.want)
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ type run struct {
 
 // startRun starts a crawl over front with workers download workers.
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
+	c.shared.backend.keepIdleFor(workers)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{
 		c: c, cfg: cfg, ctx: ctx, cancel: cancel, front: front, queueMode: queueMode,

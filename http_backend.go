@@ -32,13 +32,16 @@ type httpBackend struct {
 	mu     sync.RWMutex
 	client *http.Client
 	sh     *shared
+	// own is the transport magpie built and tuned itself (guarded by mu);
+	// only that one is retuned for more workers, never a user's.
+	own *http.Transport
 }
 
 func newHTTPBackend(sh *shared) *httpBackend {
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails with options
-	b := &httpBackend{sh: sh}
+	b := &httpBackend{sh: sh, own: newTransport()}
 	b.client = &http.Client{
-		Transport:     newTransport(),
+		Transport:     b.own,
 		Jar:           jar,
 		Timeout:       defaultRequestTimeout,
 		CheckRedirect: checkRedirect,
@@ -70,6 +73,29 @@ func (b *httpBackend) update(f func(*http.Client)) {
 	n := *b.client
 	f(&n)
 	b.client = &n
+}
+
+// keepIdleFor makes magpie's own transport keep an idle connection per
+// download worker, so that a crawl with more workers than
+// MaxIdleConnsPerHost does not close and redial connections all the time
+// ("new connections ≈ workers"). A transport set by the user is left alone.
+func (b *httpBackend) keepIdleFor(workers int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.client.Transport.(*http.Transport)
+	if !ok || t != b.own || t.MaxIdleConnsPerHost >= workers {
+		return
+	}
+	// A Transport must not be changed once used: replace it by a tuned
+	// clone (the old one's idle connections are closed when unreferenced).
+	n := t.Clone()
+	n.MaxIdleConnsPerHost = workers
+	n.MaxIdleConns = max(n.MaxIdleConns, workers)
+	cl := *b.client
+	cl.Transport = n
+	b.client = &cl
+	b.own = n
+	t.CloseIdleConnections()
 }
 
 func (b *httpBackend) setJar(j http.CookieJar) { b.update(func(c *http.Client) { c.Jar = j }) }
