@@ -217,18 +217,22 @@ func BenchmarkVisitDuplicate(b *testing.B) {
 }
 
 // BenchmarkCrawl crawls a 200-page site of 16 KiB pages (10 links each)
-// with 16 workers; pages/s is reported.
+// with 16 workers, OnHTML("a[href]") visiting every link and an OnError
+// callback; pages/s is reported.
 func BenchmarkCrawl(b *testing.B) {
 	const pages = 200
 	srv := newBenchSite(b, pages)
 	for _, mode := range []string{"async", "sync"} {
 		b.Run(mode, func(b *testing.B) {
-			var got atomic.Int64
+			var got, refused atomic.Int64
 			b.ReportAllocs()
 			for b.Loop() {
 				c := NewCollector(Async(mode == "async"), AllowedDomains("127.0.0.1"), Workers(16))
 				c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
 				c.OnResponse(func(*Response) { got.Add(1) })
+				// Like bench/magpie: most links are refused (visited,
+				// foreign host) and every refusal reaches OnError.
+				c.OnError(func(*Response, error) { refused.Add(1) })
 				if err := c.Visit(srv.URL + "/p/0"); err != nil {
 					b.Fatal(err)
 				}
