@@ -3,6 +3,7 @@ package magpie
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 
 	"github.com/andybalholm/cascadia"
@@ -68,34 +69,26 @@ func (cb *callbacks) count() callbackCounts {
 // OnRequest registers f to run before each request is sent. Request.Abort in
 // f drops the request silently.
 func (c *Collector) OnRequest(f RequestCallback) {
-	c.cbMu.Lock()
-	c.cbs.request = append(c.cbs.request, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.request = append(cb.request, f) })
 }
 
 // OnRequestHeaders registers f to run just before the request goes out,
 // after the cache was consulted. Request.Abort in f fails the request with
 // ErrAbortedBeforeRequest.
 func (c *Collector) OnRequestHeaders(f RequestCallback) {
-	c.cbMu.Lock()
-	c.cbs.requestHeaders = append(c.cbs.requestHeaders, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.requestHeaders = append(cb.requestHeaders, f) })
 }
 
 // OnResponseHeaders registers f to run when status and headers have arrived,
 // before the body is read. Request.Abort in f fails the request with
 // ErrAbortedAfterHeaders and the body is never read.
 func (c *Collector) OnResponseHeaders(f ResponseHeadersCallback) {
-	c.cbMu.Lock()
-	c.cbs.responseHeaders = append(c.cbs.responseHeaders, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.responseHeaders = append(cb.responseHeaders, f) })
 }
 
 // OnResponse registers f to run with each successful response.
 func (c *Collector) OnResponse(f ResponseCallback) {
-	c.cbMu.Lock()
-	c.cbs.response = append(c.cbs.response, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.response = append(cb.response, f) })
 }
 
 // OnHTML registers f to run for each element matching the CSS selector in
@@ -106,21 +99,17 @@ func (c *Collector) OnHTML(selector string, f HTMLCallback) {
 	if err != nil {
 		panic(fmt.Sprintf("magpie: OnHTML: invalid selector %q: %v", selector, err))
 	}
-	c.cbMu.Lock()
-	c.cbs.html = append(c.cbs.html, &htmlCallback{selector: selector, matcher: m, fn: f})
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.html = append(cb.html, &htmlCallback{selector: selector, matcher: m, fn: f}) })
 }
 
 // OnHTMLDetach deactivates every OnHTML callback registered with selector.
 // They stop at once and are removed after the response being processed.
 func (c *Collector) OnHTMLDetach(selector string) {
-	c.cbMu.RLock()
-	for _, cb := range c.cbs.html {
+	for _, cb := range c.snapshotCallbacks().html {
 		if cb.selector == selector {
 			cb.detached.Store(true)
 		}
 	}
-	c.cbMu.RUnlock()
 }
 
 // OnXML registers f to run for each node matching the XPath expression in
@@ -130,20 +119,16 @@ func (c *Collector) OnXML(query string, f XMLCallback) {
 	if err != nil {
 		panic(fmt.Sprintf("magpie: OnXML: invalid XPath %q: %v", query, err))
 	}
-	c.cbMu.Lock()
-	c.cbs.xml = append(c.cbs.xml, &xmlCallback{query: query, expr: e, fn: f})
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.xml = append(cb.xml, &xmlCallback{query: query, expr: e, fn: f}) })
 }
 
 // OnXMLDetach deactivates every OnXML callback registered with query.
 func (c *Collector) OnXMLDetach(query string) {
-	c.cbMu.RLock()
-	for _, cb := range c.cbs.xml {
+	for _, cb := range c.snapshotCallbacks().xml {
 		if cb.query == query {
 			cb.detached.Store(true)
 		}
 	}
-	c.cbMu.RUnlock()
 }
 
 // OnError registers f to run for every failed request: refused before the
@@ -151,41 +136,52 @@ func (c *Collector) OnXMLDetach(query string) {
 // answered with status >= 300 (unless ParseHTTPErrorResponse), or failed in a
 // callback that panicked.
 func (c *Collector) OnError(f ErrorCallback) {
-	c.cbMu.Lock()
-	c.cbs.err = append(c.cbs.err, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.err = append(cb.err, f) })
 }
 
 // OnScraped registers f to run after the OnHTML and OnXML callbacks of a response.
 func (c *Collector) OnScraped(f ScrapedCallback) {
-	c.cbMu.Lock()
-	c.cbs.scraped = append(c.cbs.scraped, f)
-	c.cbMu.Unlock()
+	c.updateCallbacks(func(cb *callbacks) { cb.scraped = append(cb.scraped, f) })
 }
 
-// snapshotCallbacks copies the lists so a response runs with a stable set
-// even while callbacks are registered.
-func (c *Collector) snapshotCallbacks() callbacks {
-	c.cbMu.RLock()
-	defer c.cbMu.RUnlock()
-	return callbacks{
-		request:         append([]RequestCallback(nil), c.cbs.request...),
-		requestHeaders:  append([]RequestCallback(nil), c.cbs.requestHeaders...),
-		responseHeaders: append([]ResponseHeadersCallback(nil), c.cbs.responseHeaders...),
-		response:        append([]ResponseCallback(nil), c.cbs.response...),
-		html:            append([]*htmlCallback(nil), c.cbs.html...),
-		xml:             append([]*xmlCallback(nil), c.cbs.xml...),
-		err:             append([]ErrorCallback(nil), c.cbs.err...),
-		scraped:         append([]ScrapedCallback(nil), c.cbs.scraped...),
+// noCallbacks is what a collector without callbacks runs with.
+var noCallbacks = &callbacks{}
+
+// snapshotCallbacks returns the current lists. The value is never modified
+// (a change stores a new one), so a response runs with a stable set even
+// while callbacks are registered, and reading costs one atomic load.
+func (c *Collector) snapshotCallbacks() *callbacks {
+	if cb := c.cbs.Load(); cb != nil {
+		return cb
 	}
+	return noCallbacks
+}
+
+// updateCallbacks applies f to a copy of the lists and publishes the copy.
+// The copy's slices are clipped, so an append in f never writes into an
+// array a published value uses.
+func (c *Collector) updateCallbacks(f func(*callbacks)) {
+	c.cbMu.Lock()
+	defer c.cbMu.Unlock()
+	n := *c.snapshotCallbacks()
+	n.request = slices.Clip(n.request)
+	n.requestHeaders = slices.Clip(n.requestHeaders)
+	n.responseHeaders = slices.Clip(n.responseHeaders)
+	n.response = slices.Clip(n.response)
+	n.html = slices.Clip(n.html)
+	n.xml = slices.Clip(n.xml)
+	n.err = slices.Clip(n.err)
+	n.scraped = slices.Clip(n.scraped)
+	f(&n)
+	c.cbs.Store(&n)
 }
 
 // purgeDetached drops detached OnHTML/OnXML entries.
 func (c *Collector) purgeDetached() {
-	c.cbMu.Lock()
-	defer c.cbMu.Unlock()
-	c.cbs.html = deleteDetached(c.cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() })
-	c.cbs.xml = deleteDetached(c.cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() })
+	c.updateCallbacks(func(cb *callbacks) {
+		cb.html = deleteDetached(cb.html, func(cb *htmlCallback) bool { return cb.detached.Load() })
+		cb.xml = deleteDetached(cb.xml, func(cb *xmlCallback) bool { return cb.detached.Load() })
+	})
 }
 
 func deleteDetached[T any](s []T, del func(T) bool) []T {
@@ -211,19 +207,16 @@ func (c *Collector) safely(name string, f func()) (err error) {
 }
 
 // handleOnError runs the OnError callbacks; a panic in one is logged, as
-// there is nowhere left to deliver it.
+// there is nowhere left to deliver it. The caller marks the goroutine as
+// running callbacks when that matters (sync mode, outside the engine's own
+// workers, which are marked already).
 func (c *Collector) handleOnError(resp *Response, err error) {
 	cbs := c.snapshotCallbacks()
-	if len(cbs.err) == 0 {
-		return
-	}
-	c.withCallbackMark(func() {
-		for _, f := range cbs.err {
-			if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
-				c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
-			}
+	for _, f := range cbs.err {
+		if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
+			c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
 		}
-	})
+	}
 }
 
 func urlString(r *Request) string {

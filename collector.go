@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xmlquery"
 	"golang.org/x/net/html"
@@ -93,9 +94,10 @@ type Collector struct {
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
 
-	// cbMu guards the callback lists.
-	cbMu sync.RWMutex
-	cbs  callbacks
+	// cbMu serialises changes to cbs; readers load cbs without it.
+	cbMu sync.Mutex
+	// cbs holds the callback lists; see snapshotCallbacks.
+	cbs atomic.Pointer[callbacks]
 
 	// runMu guards run and stopping.
 	runMu sync.Mutex
@@ -289,9 +291,7 @@ func (c *Collector) UnmarshalRequest(data []byte) (*Request, error) {
 
 // String reports counters, as Colly does.
 func (c *Collector) String() string {
-	c.cbMu.RLock()
-	n := c.cbs.count()
-	c.cbMu.RUnlock()
+	n := c.snapshotCallbacks().count()
 	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
 		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
 }
@@ -332,6 +332,16 @@ func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Con
 // newRequest builds a request; on error it still returns a request (with
 // whatever could be parsed) so that OnError can be told which one failed.
 func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return c.newRequestURL(p, method, depth, body, ctx, hdr)
+}
+
+// newRequestURL is newRequest for a parsed URL, which the request keeps.
+func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
 	if ctx == nil {
 		ctx = NewContext()
 	}
@@ -339,6 +349,7 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 		hdr = c.defaultHeaders()
 	}
 	req := &Request{
+		URL:       u,
 		Method:    method,
 		Headers:   &hdr,
 		Ctx:       ctx,
@@ -351,12 +362,6 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 	if h := hdr.Get("Host"); h != "" {
 		req.Host = h
 	}
-	p, err := url.Parse(u)
-	if err != nil {
-		req.URL = &url.URL{Path: u}
-		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
-	}
-	req.URL = p
 	if body != nil {
 		b, err := io.ReadAll(body)
 		if err != nil {
@@ -372,33 +377,96 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 // callbacks, it then waits for the crawl to finish.
 func (c *Collector) submit(req *Request) error {
 	cfg := c.config()
-	if req.parentRun != nil {
-		cfg = req.parentRun.cfg
-		req.deferMark = req.parentRun.queueMode
-	}
-	if err := c.admit(req.stdContext(), cfg, req); err != nil {
-		req.err = err
-		c.refuse(req, err)
+	if cfg.async {
+		_, err := c.enter(cfg, req)
+		if err != nil {
+			c.logRefusal(req, err)
+			c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+		}
 		return err
 	}
-	r, err := c.enqueue(req, time.Time{})
+	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
+	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
+	id := goroutineID()
+	_, nested := c.inCallback.Load(id)
+	r, err := c.enter(cfg, req)
 	if err != nil {
-		c.unadmit(req)
-		req.err = err
-		c.refuse(req, err)
+		c.logRefusal(req, err)
+		resp := &Response{Request: req, Ctx: req.Ctx}
+		if nested {
+			c.handleOnError(resp, err)
+		} else {
+			c.withCallbackMarkID(id, func() { c.handleOnError(resp, err) })
+		}
 		return err
 	}
-	if cfg.async || c.callingFromCallback() {
+	if nested {
 		return nil
 	}
 	c.waitRun(r)
 	return req.err
 }
 
-// refuse delivers a refusal to OnError with a Response that names the request.
+// submitChild admits a request made by Request.Visit and its kin, which never
+// wait for the crawl. Such calls come from callbacks, whose goroutine is
+// already marked in sync mode, so no goroutine-ID lookup is needed: this is
+// the hot path of a crawl (every link of every page passes here).
+func (c *Collector) submitChild(req *Request) error {
+	cfg := c.config()
+	// A link belongs to its parent's run: a queue run's storage takes it even
+	// while the run stops, and it is admitted for good when leased.
+	if req.parentRun != nil {
+		cfg = req.parentRun.cfg
+		req.deferMark = req.parentRun.queueMode
+	}
+	_, err := c.enter(cfg, req)
+	if err != nil {
+		c.logRefusal(req, err)
+		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+	}
+	return err
+}
+
+// enter admits req and queues it; on failure nothing of the admission is left
+// and req.err holds the error.
+func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		return nil, err
+	}
+	r, err := c.enqueue(req, time.Time{})
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		return nil, err
+	}
+	return r, nil
+}
+
+// refuse delivers a refusal to OnError with a Response that names the
+// request; in sync mode OnError runs marked as a callback, so that a Visit
+// from it does not wait for the crawl.
 func (c *Collector) refuse(req *Request, err error) {
+	c.logRefusal(req, err)
+	resp := &Response{Request: req, Ctx: req.Ctx}
+	if c.config().async {
+		c.handleOnError(resp, err)
+		return
+	}
+	c.withCallbackMark(func() { c.handleOnError(resp, err) })
+}
+
+func (c *Collector) logRefusal(req *Request, err error) {
+	if !c.debugEnabled() {
+		return
+	}
 	c.logger.Debug("request refused", "url", req.URL.String(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
-	c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+}
+
+// debugEnabled guards Debug calls on hot paths, whose attributes (URL
+// strings) would otherwise be built for a logger that drops them.
+func (c *Collector) debugEnabled() bool {
+	return c.logger.Enabled(context.Background(), slog.LevelDebug)
 }
 
 // analyze is the analysis stage of one response: OnError, or OnResponse,
@@ -419,12 +487,22 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		if req.attempt > 1 {
 			err = &RetryError{Attempts: req.attempt, Err: err}
 		}
-		c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		if c.debugEnabled() {
+			c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		}
 		c.handleOnError(resp, err)
 		r.finish(req, err)
 		return
 	}
-	c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	if c.debugEnabled() {
+		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	}
+	r.finish(req, c.runResponseCallbacks(resp))
+}
+
+// runResponseCallbacks runs OnResponse, OnHTML, OnXML and OnScraped for a
+// successful response. Every error goes to OnError; the first is returned.
+func (c *Collector) runResponseCallbacks(resp *Response) error {
 	cbs := c.snapshotCallbacks()
 	var firstErr error
 	report := func(err error) {
@@ -447,12 +525,16 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
 		c.purgeDetached()
 	}
-	r.finish(req, firstErr)
+	return firstErr
 }
+
+// baseHrefMatcher finds the <base href> that relative links resolve against;
+// compiled once, as goquery's Find would compile it for every page.
+var baseHrefMatcher = cascadia.MustCompile("base[href]")
 
 // runDocumentCallbacks runs OnHTML and OnXML. An HTML body is parsed once and
 // shared by goquery and htmlquery; XML bodies go to xmlquery.
-func (c *Collector) runDocumentCallbacks(cbs callbacks, resp *Response, report func(error)) {
+func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report func(error)) {
 	if len(cbs.html) == 0 && len(cbs.xml) == 0 {
 		return
 	}
@@ -475,7 +557,8 @@ func (c *Collector) runDocumentCallbacks(cbs callbacks, resp *Response, report f
 			return
 		}
 		doc := goquery.NewDocumentFromNode(root)
-		if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
+			href, _ := attrOf(base.Attr, "href")
 			if b, err := req.URL.Parse(strings.TrimSpace(href)); err == nil {
 				req.baseURL = b
 			}

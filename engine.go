@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magpiecrawl/magpie/limits"
@@ -53,6 +54,9 @@ type run struct {
 	busy int
 	// quiet, once asked for, is closed when busy falls to zero.
 	quiet chan struct{}
+	// aborted is set by Stop: links its callbacks find while it shuts down
+	// are refused with ErrStopped instead of starting a new crawl.
+	aborted atomic.Bool
 	// wg counts the run's own goroutines (feeder, dispatcher, error drain).
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -62,6 +66,7 @@ type run struct {
 
 // startRun starts a crawl over front with workers download workers.
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
+	c.shared.backend.keepIdleFor(workers)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{
 		c: c, cfg: cfg, ctx: ctx, cancel: cancel, front: front, queueMode: queueMode,
@@ -226,8 +231,25 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
 		}
 	}()
-	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, req) })
+	cbs := r.c.snapshotCallbacks()
+	if !r.c.userCodeInFetch(cbs) {
+		// Nothing in the fetch can call Visit, so the goroutine needs no
+		// mark (and the sync-mode goroutine-ID lookup is saved).
+		return r.c.fetch(ctx, r.cfg, cbs, req), nil
+	}
+	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
 	return resp, nil
+}
+
+// userCodeInFetch reports whether a fetch with cbs runs user code that might
+// call Visit: request-side callbacks or a redirect handler.
+func (c *Collector) userCodeInFetch(cbs *callbacks) bool {
+	if len(cbs.request) > 0 || len(cbs.requestHeaders) > 0 || len(cbs.responseHeaders) > 0 {
+		return true
+	}
+	c.shared.redirectMu.RLock()
+	defer c.shared.redirectMu.RUnlock()
+	return c.shared.redirectHandler != nil
 }
 
 // analyze is the scheduler's parser: it runs the response callbacks and
@@ -269,11 +291,18 @@ func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 			return pr, pr.front.push(pr.ctx, req, notBefore)
 		}
 		c.runMu.Lock()
-		defer c.runMu.Unlock()
-		if c.run != pr {
+		if c.run == pr {
+			defer c.runMu.Unlock()
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		if pr.aborted.Load() {
+			c.runMu.Unlock()
 			return nil, ErrStopped
 		}
-		return pr, pr.front.push(pr.ctx, req, notBefore)
+		// The parent's crawl finished on its own, so no callback of it runs:
+		// this Visit comes from user code holding on to an old request, and
+		// starts (or joins) a crawl like c.Visit.
+		c.runMu.Unlock()
 	}
 	c.runMu.Lock()
 	r := c.run
@@ -400,6 +429,7 @@ func (c *Collector) Stop() {
 		c.runMu.Unlock()
 		return
 	}
+	r.aborted.Store(true)
 	if !c.callingFromCallback() {
 		c.runMu.Unlock()
 		r.shutdown()
@@ -417,6 +447,13 @@ func (c *Collector) Stop() {
 	}()
 }
 
+// callingFromCallback reports whether the current goroutine is running one of
+// this collector's callbacks (see markCallbacks).
+func (c *Collector) callingFromCallback() bool {
+	_, ok := c.inCallback.Load(goroutineID())
+	return ok
+}
+
 // markCallbacks runs f with the current goroutine recorded as running this
 // collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
 // the request they are called from, so the goroutine ID (read from
@@ -428,20 +465,17 @@ func (c *Collector) markCallbacks(_ *config, f func()) {
 }
 
 func (c *Collector) withCallbackMark(f func()) {
-	id := goroutineID()
+	c.withCallbackMarkID(goroutineID(), f)
+}
+
+// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
+func (c *Collector) withCallbackMarkID(id uint64, f func()) {
 	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
 		f()
 		return
 	}
 	defer c.inCallback.Delete(id)
 	f()
-}
-
-// callingFromCallback reports whether the current goroutine is running one
-// of this collector's callbacks.
-func (c *Collector) callingFromCallback() bool {
-	_, ok := c.inCallback.Load(goroutineID())
-	return ok
 }
 
 // goroutineID parses "goroutine 123 [running]:" from runtime.Stack.

@@ -114,22 +114,25 @@ func (cfg *config) checkURL(u *url.URL, depth int) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u)
 	}
-	if u.Hostname() == "" {
+	hostname := u.Hostname()
+	if hostname == "" {
 		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u)
 	}
 	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
 		return ErrMaxDepth
 	}
-	s := u.String()
-	for _, re := range cfg.disallowedURLs {
-		if re.MatchString(s) {
-			return ErrForbiddenURL
+	if len(cfg.disallowedURLs) > 0 || len(cfg.urlFilters) > 0 {
+		s := u.String()
+		for _, re := range cfg.disallowedURLs {
+			if re.MatchString(s) {
+				return ErrForbiddenURL
+			}
+		}
+		if len(cfg.urlFilters) > 0 && !slices.ContainsFunc(cfg.urlFilters, func(re *regexp.Regexp) bool { return re.MatchString(s) }) {
+			return ErrNoURLFiltersMatch
 		}
 	}
-	if len(cfg.urlFilters) > 0 && !slices.ContainsFunc(cfg.urlFilters, func(re *regexp.Regexp) bool { return re.MatchString(s) }) {
-		return ErrNoURLFiltersMatch
-	}
-	host := strings.ToLower(u.Hostname())
+	host := strings.ToLower(hostname)
 	if slices.Contains(cfg.disallowedDomains, host) {
 		return ErrForbiddenDomain
 	}

@@ -32,13 +32,16 @@ type httpBackend struct {
 	mu     sync.RWMutex
 	client *http.Client
 	sh     *shared
+	// own is the transport magpie built and tuned itself (guarded by mu);
+	// only that one is retuned for more workers, never a user's.
+	own *http.Transport
 }
 
 func newHTTPBackend(sh *shared) *httpBackend {
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails with options
-	b := &httpBackend{sh: sh}
+	b := &httpBackend{sh: sh, own: newTransport()}
 	b.client = &http.Client{
-		Transport:     newTransport(),
+		Transport:     b.own,
 		Jar:           jar,
 		Timeout:       defaultRequestTimeout,
 		CheckRedirect: checkRedirect,
@@ -70,6 +73,29 @@ func (b *httpBackend) update(f func(*http.Client)) {
 	n := *b.client
 	f(&n)
 	b.client = &n
+}
+
+// keepIdleFor makes magpie's own transport keep an idle connection per
+// download worker, so that a crawl with more workers than
+// MaxIdleConnsPerHost does not close and redial connections all the time
+// ("new connections ≈ workers"). A transport set by the user is left alone.
+func (b *httpBackend) keepIdleFor(workers int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.client.Transport.(*http.Transport)
+	if !ok || t != b.own || t.MaxIdleConnsPerHost >= workers {
+		return
+	}
+	// A Transport must not be changed once used: replace it by a tuned
+	// clone (the old one's idle connections are closed when unreferenced).
+	n := t.Clone()
+	n.MaxIdleConnsPerHost = workers
+	n.MaxIdleConns = max(n.MaxIdleConns, workers)
+	cl := *b.client
+	cl.Transport = n
+	b.client = &cl
+	b.own = n
+	t.CloseIdleConnections()
 }
 
 func (b *httpBackend) setJar(j http.CookieJar) { b.update(func(c *http.Client) { c.Jar = j }) }
@@ -339,7 +365,7 @@ func isTimeout(err error) bool {
 // fetch is the download stage of one request: OnRequest, cache, OnRequestHeaders,
 // the HTTP exchange, OnResponseHeaders and the body. It never fails outright;
 // the error travels in the Response to the analyzer.
-func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Response {
+func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req *Request) *Response {
 	resp := &Response{Request: req, Ctx: req.Ctx}
 	result := limits.Result{}
 	defer func() { req.ticket.Done(result) }()
@@ -348,7 +374,6 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 		result.Err = err
 		return resp
 	}
-	cbs := c.snapshotCallbacks()
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
@@ -450,7 +475,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, req *Request) *Respo
 }
 
 // responseHeaders runs OnResponseHeaders; Abort there fails the request.
-func (c *Collector) responseHeaders(cbs callbacks, resp *Response) error {
+func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
 	for _, f := range cbs.responseHeaders {
 		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
 			return err

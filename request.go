@@ -131,8 +131,16 @@ func (r *Request) IsAbort() bool { return r.abort.Load() }
 // AbsoluteURL resolves u against the document's <base href>, or else the
 // request URL. It returns "" for a fragment-only u or one that does not parse.
 func (r *Request) AbsoluteURL(u string) string {
+	if abs := r.resolve(u); abs != nil {
+		return abs.String()
+	}
+	return ""
+}
+
+// resolve is AbsoluteURL before the final String; nil stands for "".
+func (r *Request) resolve(u string) *url.URL {
 	if strings.HasPrefix(u, "#") {
-		return ""
+		return nil
 	}
 	base := r.baseURL
 	if base == nil {
@@ -140,11 +148,11 @@ func (r *Request) AbsoluteURL(u string) string {
 	}
 	ref, err := url.Parse(strings.TrimSpace(u))
 	if err != nil || base == nil {
-		return ""
+		return nil
 	}
 	abs := base.ResolveReference(ref)
 	abs.Fragment, abs.RawFragment = "", ""
-	return abs.String()
+	return abs
 }
 
 // Visit admits a GET of u (relative to this request) at depth r.Depth+1 with
@@ -181,21 +189,25 @@ func (r *Request) PostMultipart(u string, parts map[string][]byte) error {
 }
 
 func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error {
-	abs := r.AbsoluteURL(u)
-	if abs == "" {
-		abs = u // let admission report the bad URL
-	}
 	c := r.collector
-	n, err := c.newRequest(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
+	var req *Request
+	var err error
+	// The resolved URL is used as is: printing it for AbsoluteURL and
+	// parsing it again would double the cost of every link of a crawl.
+	if abs := r.resolve(u); abs != nil {
+		req, err = c.newRequestURL(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
+	} else {
+		req, err = c.newRequest(u, method, r.Depth+1, body, r.Ctx.Clone(), hdr) // let admission report the bad URL
+	}
 	if err != nil {
-		n.err = err
-		c.refuse(n, err)
+		req.err = err
+		c.refuse(req, err)
 		return err
 	}
-	n.checkRevisit = true
-	n.parentRun = r.run
-	n.parentURL = urlString(r)
-	return c.submit(n)
+	req.checkRevisit = true
+	req.parentRun = r.run
+	req.parentURL = urlString(r)
+	return c.submitChild(req)
 }
 
 // Retry submits the request again: same method, URL, body, depth and

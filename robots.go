@@ -53,13 +53,13 @@ type robotsCache struct {
 
 	// mu guards entries and lru.
 	mu      sync.Mutex
-	entries map[string]*list.Element // value: *robotsEntry
-	lru     *list.List               // front: most recently checked
+	entries map[robotsHost]*list.Element // value: *robotsEntry
+	lru     *list.List                   // front: most recently checked
 }
 
 // robotsEntry is one host's robots.txt, or the fetch in flight for it.
 type robotsEntry struct {
-	key string
+	key robotsHost
 	// done is closed when the fields below are set; they never change after.
 	done chan struct{}
 	data *robotstxt.RobotsData
@@ -75,17 +75,17 @@ func newRobotsCache(ttl time.Duration, fetch robotsFetch) *robotsCache {
 	if ttl <= 0 {
 		ttl = defaultRobotsTTL
 	}
-	return &robotsCache{ttl: ttl, fetch: fetch, entries: make(map[string]*list.Element), lru: list.New()}
+	return &robotsCache{ttl: ttl, fetch: fetch, entries: make(map[robotsHost]*list.Element), lru: list.New()}
 }
 
 // check reports whether userAgent may fetch u (path and query), and the
 // Crawl-delay of the group that applies (0 if none).
 func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) (allowed bool, crawlDelay time.Duration, err error) {
-	key, robotsURL := robotsKey(u)
+	key := robotsKey(u)
 	for {
 		e, leader := rc.entry(key)
 		if leader {
-			rc.run(ctx, e, robotsURL)
+			rc.run(ctx, e, robotsURLOf(u))
 		} else {
 			select {
 			case <-e.done:
@@ -116,14 +116,15 @@ func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) 
 // entry returns the live entry for key, creating it when it is absent,
 // expired or marked for retry; leader reports that the caller created it and
 // must run the fetch.
-func (rc *robotsCache) entry(key string) (e *robotsEntry, leader bool) {
+func (rc *robotsCache) entry(key robotsHost) (e *robotsEntry, leader bool) {
+	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if el, ok := rc.entries[key]; ok {
 		e := el.Value.(*robotsEntry)
 		select {
 		case <-e.done:
-			if !e.retry && time.Now().Before(e.expires) {
+			if !e.retry && now.Before(e.expires) {
 				rc.lru.MoveToFront(el)
 				return e, false
 			}
@@ -188,19 +189,31 @@ func parseRobots(status int, body []byte) (data *robotstxt.RobotsData) {
 	return data
 }
 
-// robotsKey returns the cache key scheme://host:port of u (lowercase, with
-// the scheme's default port made explicit) and the robots.txt URL to fetch.
-func robotsKey(u *url.URL) (string, *url.URL) {
+// robotsHost is a robots cache key: scheme and host:port, lowercase, with
+// the scheme's default port made explicit. A struct rather than one string so
+// that building it for every check allocates nothing in the common case.
+type robotsHost struct{ scheme, hostport string }
+
+// String returns the key as scheme://host:port.
+func (k robotsHost) String() string { return k.scheme + "://" + k.hostport }
+
+// robotsKey returns the cache key of u's host.
+func robotsKey(u *url.URL) robotsHost {
 	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "https", "wss":
-			port = "443"
-		default:
-			port = "80"
-		}
+	if u.Port() != "" {
+		// u.Host is then host:port already, brackets and all, as
+		// net.JoinHostPort would write it; ToLower copies only on change.
+		return robotsHost{scheme, strings.ToLower(u.Host)}
 	}
-	key := scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-	return key, &url.URL{Scheme: scheme, Host: u.Host, Path: "/robots.txt"}
+	port := "80"
+	switch scheme {
+	case "https", "wss":
+		port = "443"
+	}
+	return robotsHost{scheme, net.JoinHostPort(strings.ToLower(u.Hostname()), port)}
+}
+
+// robotsURLOf returns the robots.txt URL of u's host.
+func robotsURLOf(u *url.URL) *url.URL {
+	return &url.URL{Scheme: strings.ToLower(u.Scheme), Host: u.Host, Path: "/robots.txt"}
 }

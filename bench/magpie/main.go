@@ -6,14 +6,64 @@
 //	magpie-async  NewCollector(Async(true), AllowedDomains(...), Workers(P)), LimitRule "*",
 //	              e.Request.Visit from OnHTML, Visit + Wait
 //	magpie-queue  the same collector without Async, run by queue.New(P, nil) + AddURL + Run
+//
+// -cpuprofile and -memprofile write pprof profiles of the crawl itself (flag
+// parsing and the result line excluded).
 package main
 
-import "github.com/magpiecrawl/magpie/bench/internal/harness"
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+
+	"github.com/magpiecrawl/magpie/bench/internal/harness"
+)
+
+var (
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the crawl to this file")
+	memProfile = flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
+)
 
 var impls = map[string]harness.CrawlFunc{
-	"raw":          harness.Raw,
-	"magpie-async": crawlMagpieAsync,
-	"magpie-queue": crawlMagpieQueue,
+	"raw":          profiled(harness.Raw),
+	"magpie-async": profiled(crawlMagpieAsync),
+	"magpie-queue": profiled(crawlMagpieQueue),
+}
+
+// profiled wraps a crawl with the profiles asked for; harness.Main has
+// parsed the flags by the time a crawl runs.
+func profiled(fn harness.CrawlFunc) harness.CrawlFunc {
+	return func(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+		if *memProfile != "" {
+			runtime.MemProfileRate = 64 << 10
+		}
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return fmt.Errorf("cpuprofile: %w", err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return fmt.Errorf("cpuprofile: %w", err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		err := fn(ctx, cfg, n)
+		if *memProfile != "" {
+			f, ferr := os.Create(*memProfile)
+			if ferr != nil {
+				return fmt.Errorf("memprofile: %w", ferr)
+			}
+			defer f.Close()
+			if werr := pprof.Lookup("allocs").WriteTo(f, 0); werr != nil {
+				return fmt.Errorf("memprofile: %w", werr)
+			}
+		}
+		return err
+	}
 }
 
 func main() { harness.Main(impls) }
