@@ -74,13 +74,14 @@ type politeSite struct {
 	sent     [][]time.Time // by server
 	inflight []int
 	maxIn    []int
+	who      [][]string
 }
 
 func newPoliteSite(t *testing.T, pages int) *politeSite {
 	t.Helper()
 	const n = 3
 	s := &politeSite{pages: pages, counts: map[int]int{}, arrivals: make([][]time.Time, n),
-		sent:     make([][]time.Time, n),
+		sent: make([][]time.Time, n), who: make([][]string, n),
 		inflight: make([]int, n), maxIn: make([]int, n)}
 	for k := range n {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,6 +107,7 @@ func (s *politeSite) serve(k int, w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.arrivals[k] = append(s.arrivals[k], time.Now())
+	s.who[k] = append(s.who[k], r.UserAgent())
 	if ns, err := strconv.ParseInt(r.Header.Get("X-Sent"), 10, 64); err == nil {
 		s.sent[k] = append(s.sent[k], time.Unix(0, ns))
 	}
@@ -185,20 +187,23 @@ func (s *politeSite) crawl(t *testing.T, shared bool) {
 // crawler processes share one Redis crawl of three hosts under
 // LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 20ms}. With
 // SharedLimits every page is fetched once and no host ever has two requests
-// in flight. Starts are granted exactly Delay apart or more (the Redis
-// server's clock, in µs), but a test can only see them later: when the
+// in flight (both exact). Starts are granted Delay apart or more, on the
+// Redis server's clock in µs, but a test sees them only later: when the
 // crawler sends the request (X-Sent, stamped just before the headers go
-// out) and when the server gets it. Between grant and send lie the
-// crawler's hand-off to a download worker, between send and arrival the
-// kernel and the server's goroutines; on a loaded machine (CI, or 2 cores
-// shared by many jobs) either can stall a process for a few ms, which
-// shortens one gap and lengthens the next by as much. So the bounds are:
-// sends, p5 >= Delay-1ms and min >= Delay-5ms; arrivals, which carry the
-// jitter of both sides, median >= Delay, p5 >= Delay-5ms and at most 1% of
-// gaps below Delay-5ms. Measured on a 2-core machine at load 4.4 with
-// -race: sends p5 19.5-19.8ms, min 16-17ms; arrivals p5 ~18ms, min 6-8ms,
-// median 21ms. Without SharedLimits the same crawl, smaller, has most
-// arrival gaps below Delay-5ms: each process keeps the Delay alone.
+// out) and when the server gets it. Between grant and send lies the
+// crawler's hand-off to a download worker; between send and arrival the
+// kernel and the server's goroutines. On a loaded machine (CI, or 2 cores
+// shared by many jobs) either side can stall for milliseconds, which
+// shortens one gap and lengthens the next by as much; one stall can make a
+// single gap arbitrarily short, so the minimum is logged, not bounded. The
+// bounds: sends, p5 >= Delay-1ms; arrivals, which carry both sides'
+// jitter, median >= Delay, p5 >= Delay-5ms and at most 3% of gaps below
+// Delay-5ms. Measured on 2 cores at load 4.4, -race: sends p5 19.5-19.8ms;
+// arrivals p5 17.3-18.4ms, median 21ms, 0.4-2.2% below 15ms; the shortest
+// arrival gap seen, 4ms, was two requests sent 23.9ms apart of which the
+// first took 20.5ms to arrive. Without SharedLimits the same crawl, smaller,
+// has most arrival gaps below Delay-5ms (asserted: at least 30%), since
+// each process keeps the Delay alone.
 func TestSharedPoliteness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts crawler processes")
@@ -229,14 +234,23 @@ func TestSharedPoliteness(t *testing.T) {
 			}
 			t.Logf("host %d: start gaps sent min %v p5 %v, arrived min %v p5 %v median %v (%d below %v); most in flight %d",
 				k, wire[0], pct(wire, 5), arr[0], pct(arr, 5), pct(arr, 50), short, politeDelay-5*time.Millisecond, site.maxIn[k])
+			// Arrivals are recorded under mu, so in order: explain the
+			// shortest gap by its two requests' send times.
+			if a, sent := site.arrivals[k], site.sent[k]; len(a) > 1 {
+				i := 1
+				for j := 2; j < len(a); j++ {
+					if a[j].Sub(a[j-1]) < a[i].Sub(a[i-1]) {
+						i = j
+					}
+				}
+				t.Logf("host %d: shortest arrival gap %v: %s then %s, sent %v apart, %v and %v from send to arrival",
+					k, a[i].Sub(a[i-1]), site.who[k][i-1], site.who[k][i], sent[i].Sub(sent[i-1]), a[i-1].Sub(sent[i-1]), a[i].Sub(sent[i]))
+			}
 			if site.maxIn[k] > 1 {
 				t.Errorf("host %d: %d requests in flight at once, want at most 1", k, site.maxIn[k])
 			}
 			if p := pct(wire, 5); p < politeDelay-time.Millisecond {
 				t.Errorf("host %d: 5th percentile of gaps between sends = %v, want >= %v", k, p, politeDelay-time.Millisecond)
-			}
-			if wire[0] < politeDelay-5*time.Millisecond {
-				t.Errorf("host %d: least gap between sends = %v, want >= %v", k, wire[0], politeDelay-5*time.Millisecond)
 			}
 			if p := pct(arr, 50); p < politeDelay {
 				t.Errorf("host %d: median gap between arrivals = %v, want >= %v", k, p, politeDelay)
@@ -244,8 +258,8 @@ func TestSharedPoliteness(t *testing.T) {
 			if p := pct(arr, 5); p < politeDelay-5*time.Millisecond {
 				t.Errorf("host %d: 5th percentile of gaps between arrivals = %v, want >= %v", k, p, politeDelay-5*time.Millisecond)
 			}
-			if short > len(arr)/100 {
-				t.Errorf("host %d: %d of %d gaps between arrivals below %v, want at most 1%%", k, short, len(arr), politeDelay-5*time.Millisecond)
+			if short > len(arr)*3/100 {
+				t.Errorf("host %d: %d of %d gaps between arrivals below %v, want at most 3%%", k, short, len(arr), politeDelay-5*time.Millisecond)
 			}
 		}
 	})
@@ -254,17 +268,18 @@ func TestSharedPoliteness(t *testing.T) {
 		site.crawl(t, false)
 		site.mu.Lock()
 		defer site.mu.Unlock()
-		short := 0
+		short, all := 0, 0
 		for k := range site.srvs {
 			for _, d := range gaps(site.arrivals[k]) {
+				all++
 				if d < politeDelay-5*time.Millisecond {
 					short++
 				}
 			}
 		}
-		t.Logf("%d start gaps below %v", short, politeDelay-5*time.Millisecond)
-		if short == 0 {
-			t.Error("three processes without SharedLimits kept the Delay together; the test cannot tell the feature works")
+		t.Logf("%d of %d arrival gaps below %v", short, all, politeDelay-5*time.Millisecond)
+		if short < all*30/100 {
+			t.Errorf("without SharedLimits %d of %d arrival gaps below %v, want at least 30%%: the test cannot tell the feature works", short, all, politeDelay-5*time.Millisecond)
 		}
 	})
 }
