@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+
+	"github.com/magpiecrawl/magpie/limits"
 )
 
 // CollectorOption sets one setting of a Collector; pass options to NewCollector.
@@ -132,6 +134,27 @@ func Logger(l *slog.Logger) CollectorOption {
 		if l != nil {
 			c.logger = l
 		}
+	}
+}
+
+// SharedLimits makes the LimitRules hold across several crawler processes
+// (on one machine or many) that crawl the same hosts: before each request
+// to a host with a per-host limit, the collector asks s, which keeps the
+// hosts' next start and requests in flight for all processes (for example
+// redisstore's Store.HostLimiter, given to every process of the crawl).
+// Each process still needs the same rules (c.Limit). Hosts without a limit
+// never reach s. When s fails, that host waits limits.SharedBackoff and the
+// error is logged at Warn; other hosts go on. Shared with clones; nil turns
+// it off.
+func SharedLimits(s limits.Shared) CollectorOption {
+	return func(c *Collector) {
+		if s == nil {
+			c.shared.limiter.SetShared(nil, nil)
+			return
+		}
+		c.shared.limiter.SetShared(s, func(host string, err error) {
+			c.logger.Warn("shared limits unavailable, host held", "host", host, "err", err)
+		})
 	}
 }
 

@@ -66,6 +66,23 @@
 //   - A host no rule matches, with no Crawl-delay and no hold, costs O(1)
 //     and reads no clock and sets no timer on its way through the Gate.
 //
+// # Several processes
+//
+// A Gate keeps its per-host state in memory, so two processes crawling one
+// host each keep its Delay and Parallelism alone, and together break them.
+// Limiter.SetShared (or the WithShared option) adds a Shared, state held
+// outside the process (storage/redisstore.HostLimiter keeps it in Redis).
+// When a host with a per-host limit is ready locally, Get asks Shared,
+// without holding the Gate's lock, for a start: Shared takes a parallelism
+// slot and moves the host's next start to now+delay for every process at
+// once, or says how long to wait. A wait parks that host (other hosts go
+// on); an error holds it for SharedBackoff, is counted in
+// Stats.SharedErrors and handed to the error callback, never dropped;
+// Ticket.Done frees the slot. The delay sent is the one the Gate draws
+// (RandomDelay included), so both agree. Hosts with no per-host limit never
+// reach Shared. Local limits still apply, so Shared only adds waiting, and
+// the Get that asks is the only one serving that host until Shared answers.
+//
 // # Concurrency
 //
 // Limiter, Rule and Gate are safe for concurrent use. Every blocking call

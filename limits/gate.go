@@ -32,6 +32,8 @@ type Gate[T any] struct {
 	inflight  int
 	seq       uint64
 	releases  uint64
+	// sharedErrs counts failed Shared.Acquire calls.
+	sharedErrs uint64
 	// seen is the latest time any operation read; see clock.
 	seen time.Time
 	// getWake and putWake are closed (and cleared) to wake every blocked
@@ -126,6 +128,7 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 	var zero T
 	g.mu.Lock()
 	g.init()
+scan:
 	for {
 		if g.closed {
 			g.mu.Unlock()
@@ -144,7 +147,18 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 				g.place(h, c)
 				continue
 			}
-			v, t := g.take(h, c)
+			h.crawl = g.lim.crawlDelay(h.key)
+			gap := h.gap()
+			if cfg := g.lim.shared.Load(); cfg != nil && h.needsShared(gap) {
+				v, t, ok, err := g.ask(ctx, h, cfg, gap)
+				if ok || err != nil {
+					g.mu.Unlock()
+					return v, t, err
+				}
+				// The lock was dropped: rescan from the top.
+				continue scan
+			}
+			v, t := g.take(h, c, gap)
 			g.mu.Unlock()
 			return v, t, nil
 		}
@@ -177,8 +191,9 @@ func (g *Gate[T]) Get(ctx context.Context) (T, *Ticket, error) {
 	}
 }
 
-// take starts a request to the ready host h.
-func (g *Gate[T]) take(h *host[T], c *clock) (T, *Ticket) {
+// take starts a request to the ready host h, whose next start is gap away
+// (h.gap(), drawn once so that Shared and the Gate agree on it).
+func (g *Gate[T]) take(h *host[T], c *clock, gap time.Duration) (T, *Ticket) {
 	it := h.q.pop()
 	g.parked--
 	g.inflight++
@@ -186,9 +201,8 @@ func (g *Gate[T]) take(h *host[T], c *clock) (T, *Ticket) {
 	if h.grp != nil {
 		h.grp.inflight++
 	}
-	h.crawl = g.lim.crawlDelay(h.key)
-	if d := h.gap(); d > 0 {
-		h.nextStart = c.now().Add(d)
+	if gap > 0 {
+		h.nextStart = c.now().Add(gap)
 	}
 	t := &Ticket{g: g, h: h, grp: h.grp}
 	if h.ent != nil && h.ent.auto {
@@ -275,6 +289,9 @@ func (g *Gate[T]) unplace(h *host[T]) {
 // if the rules changed.
 func (g *Gate[T]) place(h *host[T], c *clock) {
 	g.unplace(h)
+	if h.asking {
+		return // ask files it when Shared has answered
+	}
 	if v := g.lim.version.Load(); h.ver != v {
 		h.ent, h.ver = g.lim.lookup(h.key)
 		h.grp = g.groupFor(h.ent)
@@ -428,13 +445,16 @@ type Stats struct {
 	Ready    int `json:"ready"`     // hosts that may start now
 	Delayed  int `json:"delayed"`   // hosts waiting for a delay or hold
 	Capped   int `json:"capped"`    // hosts waiting for a TotalParallelism slot
+	// SharedErrors counts Shared.Acquire failures since the Gate was made.
+	SharedErrors uint64 `json:"shared_errors"`
 }
 
 // Stats returns a snapshot of the gate's counters.
 func (g *Gate[T]) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := Stats{Parked: g.parked, InFlight: g.inflight, Hosts: len(g.hosts), Ready: g.ready.n, Delayed: len(g.timed)}
+	s := Stats{Parked: g.parked, InFlight: g.inflight, Hosts: len(g.hosts), Ready: g.ready.n, Delayed: len(g.timed),
+		SharedErrors: g.sharedErrs}
 	for _, grp := range g.groups {
 		s.Capped += grp.wait.n
 	}
@@ -453,12 +473,23 @@ type Ticket struct {
 	grp   any // *group[T] charged at the start, nil if none
 	start time.Time
 	done  bool // guarded by the Gate's mu
+	// free releases the Shared slot, if the start took one.
+	free     func()
+	freeOnce sync.Once
 }
 
-// Done reports the request finished and frees its host slot; res feeds the
-// host's AutoThrottle, Retry-After and back-off. Only the first call counts.
+// Done reports the request finished and frees its host slot (and its
+// Shared slot); res feeds the host's AutoThrottle, Retry-After and
+// back-off. Only the first call counts.
 func (t *Ticket) Done(res Result) {
-	if t != nil && t.g != nil {
-		t.g.release(t, res)
+	if t == nil || t.g == nil {
+		return
 	}
+	if t.free != nil {
+		// Before the local slot, so that this process's next ask for the
+		// host does not find its own slot still taken; outside the Gate's
+		// lock, since it is a network call.
+		t.freeOnce.Do(t.free)
+	}
+	t.g.release(t, res)
 }

@@ -36,6 +36,11 @@ type host[T any] struct {
 	learned bool
 	// strikes counts 429/503 responses not yet paid back by successes.
 	strikes int
+	// sharedAt is the earliest start the Shared state allows, as last told.
+	sharedAt time.Time
+	// asking is set while a Get asks Shared for h's next start; h is then
+	// nowhere and nobody else takes from it.
+	asking bool
 
 	at         place
 	prev, next *host[T] // links in the ready, group or idle list
@@ -96,10 +101,14 @@ func (h *host[T]) gap() time.Duration {
 }
 
 func (h *host[T]) startAt() time.Time {
-	if h.hold.After(h.nextStart) {
-		return h.hold
+	t := h.nextStart
+	if h.hold.After(t) {
+		t = h.hold
 	}
-	return h.nextStart
+	if h.sharedAt.After(t) {
+		t = h.sharedAt
+	}
+	return t
 }
 
 // fifo is a growable ring buffer.

@@ -69,6 +69,8 @@ type Limiter struct {
 	// nCrawl is len(crawl), read without the lock to skip the map when
 	// no host has a Crawl-delay.
 	nCrawl atomic.Int64
+	// shared is the external per-host state, nil for none.
+	shared atomic.Pointer[sharedCfg]
 
 	// mu guards rules, entries and crawl.
 	mu      sync.RWMutex

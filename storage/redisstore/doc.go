@@ -14,8 +14,8 @@
 //	P:expiry          ZSET stream ID of held leases, scored by expiry (server ms)
 //	P:delayed         ZSET stream ID of released entries, scored by not-before
 //	P:c:<host>        STRING of a host's cookies (newline-joined Set-Cookie lines)
-//	P:slots:<host>    ZSET of HostLimiter's parallelism slots, scored by expiry
-//	rate:P:rate:<host> HostLimiter's GCRA state (redis_rate)
+//	P:slots:<host>    ZSET of HostLimiter's parallelism slots, scored by expiry (ms)
+//	P:next:<host>     STRING, HostLimiter: the host's next allowed start (server µs)
 //
 // Queue operations are Lua scripts, so each is atomic however many Stores
 // run. An entry stays in the stream, and in the group's pending list once
@@ -28,6 +28,10 @@
 // lease. Lease expiry and not-before times are measured by the server's
 // clock, so the hosts' clocks need not agree. Close releases the leases the
 // Store still holds.
+//
+// HostLimiter implements limits.Shared: with magpie.SharedLimits in every
+// process, the LimitRules' Delay and Parallelism hold for all processes
+// together. One script takes a host's slot and its next start at once.
 //
 // In Redis Cluster the queue's keys must share a slot: put a hash tag in
 // the prefix ("{crawl1}").

@@ -2,135 +2,139 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
+	"github.com/magpiecrawl/magpie/limits"
 	"github.com/redis/go-redis/v9"
 )
 
-// slotScript: KEYS the host's slot set; ARGV parallelism, slot TTL ms,
-// token. Slots are leased like queue entries (a ZSET scored by expiry on the
-// server's clock), so a process that dies holding one loses it after the
-// TTL. Returns 1 when a slot was taken.
-var slotScript = redis.NewScript(luaPrelude + `
-local now = nowms()
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1
+// acquireScript takes a host's next request start for every process at
+// once. KEYS: the host's slot set, the host's next-start key. ARGV:
+// parallelism (<= 0: no slot), delay in µs, slot TTL in ms, slot token.
+// Returns {1, 0} for a start granted, {0, µs} to wait for the delay, {0, -1}
+// when every slot is taken.
+//
+// The delay is kept as the next allowed start in µs on the server's clock
+// (not GCRA via redis_rate: with one script the slot and the delay are
+// taken together or not at all, and µs keeps a 20 ms delay from being
+// rounded down by up to 1 ms). Slots are leased like queue entries (a ZSET
+// scored by expiry), so a process that dies holding one loses it after the
+// TTL. Numbers are formatted with %.0f because Lua's tostring would write
+// a µs timestamp in lossy scientific notation.
+var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nxt = tonumber(redis.call('GET', KEYS[2]) or '0')
+if nxt > now then return {0, nxt - now} end
+local par = tonumber(ARGV[1])
+if par > 0 then
+	local ttl = tonumber(ARGV[3])
+	local nowms = math.floor(now / 1000)
+	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', nowms))
+	if redis.call('ZCARD', KEYS[1]) >= par then return {0, -1} end
+	redis.call('ZADD', KEYS[1], string.format('%.0f', nowms + ttl), ARGV[4])
+	redis.call('PEXPIRE', KEYS[1], ttl)
+end
+local delay = tonumber(ARGV[2])
+if delay > 0 then
+	redis.call('SET', KEYS[2], string.format('%.0f', now + delay), 'PX', math.floor(delay / 1000) + 1)
+end
+return {1, 0}
 `)
+
+// errBadReply is wrapped when the script answers something it never sends.
+var errBadReply = errors.New("unexpected script reply")
 
 // DefaultSlotTTL is how long a parallelism slot survives a process that
 // dies without releasing it.
 const DefaultSlotTTL = 2 * time.Minute
 
+// DefaultSlotPoll is how long Acquire tells a caller to wait when every
+// parallelism slot of a host is taken: other processes' releases are not
+// signalled, so the caller asks again after this.
+const DefaultSlotPoll = 10 * time.Millisecond
+
 // HostLimiter is politeness shared by every process of a crawl: per host, a
-// minimum delay between request starts (GCRA, via redis_rate) and a maximum
-// number of requests in flight (leased slots). It is safe for concurrent
-// use; it uses its Store's client and prefix and needs no Close. The zero
-// value is not usable: call Store.HostLimiter.
-//
-// These are primitives: the wiring into the limits package (matching
-// LimitRules to hosts, RandomDelay) is not done here.
+// least gap between request starts and a most requests in flight, both
+// kept in Redis and taken together by one script, so they hold across
+// processes. It implements limits.Shared: pass it to magpie.SharedLimits
+// (or limits.Limiter.SetShared) in every process. It is safe for
+// concurrent use; it uses its Store's client and prefix and needs no Close
+// (closing the Store makes it fail with storage.ErrClosed). The zero value
+// is not usable: call Store.HostLimiter.
 type HostLimiter struct {
 	s       *Store
-	rate    *redis_rate.Limiter
 	slotTTL time.Duration
-	// poll is the longest wait between two attempts to take a slot; slots
-	// freed by other processes are not signalled.
-	poll time.Duration
+	poll    time.Duration
 }
 
+var _ limits.Shared = (*HostLimiter)(nil)
+
 // HostLimiter returns the crawl's shared host limiter. slotTTL <= 0 means
-// DefaultSlotTTL; it must exceed the longest request.
+// DefaultSlotTTL; it must exceed the longest request, or a slot comes back
+// while its request still runs.
 func (s *Store) HostLimiter(slotTTL time.Duration) *HostLimiter {
 	if slotTTL <= 0 {
 		slotTTL = DefaultSlotTTL
 	}
-	return &HostLimiter{s: s, rate: redis_rate.NewLimiter(s.rdb), slotTTL: slotTTL, poll: 20 * time.Millisecond}
+	return &HostLimiter{s: s, slotTTL: slotTTL, poll: DefaultSlotPoll}
 }
 
-// Allow takes host's next start under a delay of one request per delay, if
-// it is due: it returns 0 when the request may start now, else how long to
-// wait before asking again. delay <= 0 always allows.
-func (h *HostLimiter) Allow(ctx context.Context, host string, delay time.Duration) (time.Duration, error) {
+// Acquire implements limits.Shared without blocking beyond one round trip:
+// if host's delay since the last start (by any process) has passed and it
+// has fewer than parallelism requests in flight (parallelism <= 0: no
+// limit), it takes a slot, moves the next start to now+delay (delay <= 0:
+// none) and returns a release to call when the request ends; else it
+// returns how long to wait before asking again. release frees the slot even
+// after ctx has ended (it has its own 5 s timeout); if it cannot, the slot
+// expires after the slot TTL. Times are the Redis server's, so the
+// processes' clocks need not agree.
+func (h *HostLimiter) Acquire(ctx context.Context, host string, delay time.Duration, parallelism int) (release func(), wait time.Duration, err error) {
 	if err := h.s.check(); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	if delay <= 0 {
-		return 0, nil
-	}
-	res, err := h.rate.Allow(ctx, h.s.prefix+":rate:"+host, redis_rate.Limit{Rate: 1, Burst: 1, Period: delay})
-	if err != nil {
-		return 0, h.s.wrap("host limiter allow", err)
-	}
-	if res.Allowed > 0 {
-		return 0, nil
-	}
-	return max(res.RetryAfter, time.Millisecond), nil
-}
-
-// Acquire waits until host has fewer than parallelism requests in flight
-// (across all processes) and its delay since the last start has passed,
-// then returns a release function the caller must call when the request
-// ends. parallelism <= 0 means no limit on requests in flight. It returns
-// ctx's error when ctx ends first.
-func (h *HostLimiter) Acquire(ctx context.Context, host string, delay time.Duration, parallelism int) (release func(), err error) {
-	if err := h.s.check(); err != nil {
-		return nil, err
-	}
-	release = func() {}
+	var token string
 	if parallelism > 0 {
-		token := strconv.FormatUint(rand.Uint64(), 36)
-		key := h.s.prefix + ":slots:" + host
-		for {
-			ok, err := slotScript.Run(ctx, h.s.rdb, []string{key}, parallelism, h.slotTTL.Milliseconds(), token).Int()
-			if err != nil {
-				return nil, h.s.wrap("host limiter acquire", err)
-			}
-			if ok == 1 {
-				break
-			}
-			if err := wait(ctx, h.poll); err != nil {
-				return nil, err
-			}
-		}
-		release = func() {
+		token = strconv.FormatUint(rand.Uint64(), 36)
+	}
+	slots := h.s.prefix + ":slots:" + host
+	res, err := acquireScript.Run(ctx, h.s.rdb, []string{slots, h.s.prefix + ":next:" + host},
+		max(parallelism, 0), max(delay.Microseconds(), 0), h.slotTTL.Milliseconds(), token).Int64Slice()
+	if err != nil {
+		return nil, 0, h.s.wrap("host limiter acquire", err)
+	}
+	if len(res) != 2 {
+		return nil, 0, h.s.wrap("host limiter acquire", errBadReply)
+	}
+	switch {
+	case res[0] == 1 && parallelism <= 0:
+		return func() {}, 0, nil
+	case res[0] == 1:
+		return func() {
 			// A fresh context: the slot must be freed even when the
 			// request's context has ended. If this fails the slot expires.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_ = h.s.rdb.ZRem(ctx, key, token).Err()
-		}
-	}
-	for {
-		d, err := h.Allow(ctx, host, delay)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		if d == 0 {
-			return release, nil
-		}
-		if err := wait(ctx, d); err != nil {
-			release()
-			return nil, err
-		}
+			_ = h.s.rdb.ZRem(ctx, slots, token).Err()
+		}, 0, nil
+	case res[1] < 0:
+		return nil, h.poll, nil
+	default:
+		return nil, max(time.Duration(res[1])*time.Microsecond, time.Microsecond), nil
 	}
 }
 
-// wait blocks for d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("redisstore: host limiter: %w", ctx.Err())
+// Allow takes host's next start under delay alone, with no parallelism
+// limit: it returns 0 when the request may start now, else how long to wait
+// before asking again. delay <= 0 always allows. It shares its state with
+// Acquire.
+func (h *HostLimiter) Allow(ctx context.Context, host string, delay time.Duration) (time.Duration, error) {
+	if delay <= 0 {
+		return 0, h.s.check()
 	}
+	_, wait, err := h.Acquire(ctx, host, delay, 0)
+	return wait, err
 }

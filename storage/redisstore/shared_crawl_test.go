@@ -1,0 +1,285 @@
+package redisstore
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/queue"
+)
+
+// politeDelay is the shared crawl's LimitRule.Delay.
+const politeDelay = 20 * time.Millisecond
+
+// TestHelperPoliteCrawler is a child process of TestSharedPoliteness: it
+// crawls with the Store on prefix MAGPIE_POLITE_PREFIX, one request at a
+// time per host with politeDelay between starts, through SharedLimits when
+// MAGPIE_POLITE_SHARED is 1. It does nothing in a normal test run.
+func TestHelperPoliteCrawler(t *testing.T) {
+	prefix := os.Getenv("MAGPIE_POLITE_PREFIX")
+	if prefix == "" {
+		t.Skip("helper process for TestSharedPoliteness")
+	}
+	s, err := New(Options{Addr: redisAddr(t), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opts := []magpie.CollectorOption{magpie.UserAgent(os.Getenv("MAGPIE_POLITE_NAME")), magpie.IgnoreRobotsTxt()}
+	if os.Getenv("MAGPIE_POLITE_SHARED") == "1" {
+		opts = append(opts, magpie.SharedLimits(s.HostLimiter(0)))
+	}
+	c := magpie.NewCollector(opts...)
+	if err := c.SetStorage(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: 1, Delay: politeDelay}); err != nil {
+		t.Fatal(err)
+	}
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	// The moment the request goes on the wire, on the machine's clock that
+	// every process shares: the servers compare it with the arrival.
+	c.OnRequestHeaders(func(r *magpie.Request) { r.Headers.Set("X-Sent", strconv.FormatInt(time.Now().UnixNano(), 10)) })
+	q, err := queue.New(4, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Run(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// politeSite is pages pages spread over three servers (page i on server
+// i%3); page i links to pages 2i+1 and 2i+2, wherever they live, and back
+// to page 0. Each server records when every page request arrived, when the
+// crawler sent it (its X-Sent header) and how many were in flight at once.
+type politeSite struct {
+	pages int
+	urls  []string // server base URLs, fixed before the servers start
+	srvs  []*httptest.Server
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	counts   map[int]int
+	arrivals [][]time.Time // by server
+	sent     [][]time.Time // by server
+	inflight []int
+	maxIn    []int
+	who      [][]string
+}
+
+func newPoliteSite(t *testing.T, pages int) *politeSite {
+	t.Helper()
+	const n = 3
+	s := &politeSite{pages: pages, counts: map[int]int{}, arrivals: make([][]time.Time, n),
+		sent: make([][]time.Time, n), who: make([][]string, n),
+		inflight: make([]int, n), maxIn: make([]int, n)}
+	for k := range n {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.serve(k, w, r)
+		}))
+		s.srvs = append(s.srvs, srv)
+		s.urls = append(s.urls, "http://"+srv.Listener.Addr().String())
+		t.Cleanup(srv.Close)
+	}
+	for _, srv := range s.srvs {
+		srv.Start()
+	}
+	return s
+}
+
+func (s *politeSite) url(i int) string { return fmt.Sprintf("%s/p/%d", s.urls[i%len(s.urls)], i) }
+
+func (s *politeSite) serve(k int, w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
+	if err != nil || i < 0 || i >= s.pages || i%len(s.urls) != k {
+		http.NotFound(w, r) // robots.txt among others: not a page, not counted
+		return
+	}
+	s.mu.Lock()
+	s.arrivals[k] = append(s.arrivals[k], time.Now())
+	s.who[k] = append(s.who[k], r.UserAgent())
+	if ns, err := strconv.ParseInt(r.Header.Get("X-Sent"), 10, 64); err == nil {
+		s.sent[k] = append(s.sent[k], time.Unix(0, ns))
+	}
+	s.counts[i]++
+	s.inflight[k]++
+	s.maxIn[k] = max(s.maxIn[k], s.inflight[k])
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight[k]--
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprintf(w, `<html><body><a href="%s">home</a>`, s.url(0))
+	for _, j := range []int{2*i + 1, 2*i + 2} {
+		if j < s.pages {
+			fmt.Fprintf(w, ` <a href="%s">%d</a>`, s.url(j), j)
+		}
+	}
+	fmt.Fprint(w, "</body></html>")
+}
+
+// pct returns the p-th percentile of the sorted ds.
+func pct(ds []time.Duration, p int) time.Duration { return ds[len(ds)*p/100] }
+
+// gaps returns the sorted gaps between consecutive times of ts.
+func gaps(ts []time.Time) []time.Duration {
+	a := slices.Clone(ts)
+	slices.SortFunc(a, func(x, y time.Time) int { return x.Compare(y) })
+	var g []time.Duration
+	for i := 1; i < len(a); i++ {
+		g = append(g, a[i].Sub(a[i-1]))
+	}
+	slices.Sort(g)
+	return g
+}
+
+// crawl runs three crawler processes on one fresh Redis crawl of the site
+// and waits for them.
+func (s *politeSite) crawl(t *testing.T, shared bool) {
+	t.Helper()
+	st := newTestStore(t, Options{})
+	q, err := queue.New(1, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(s.url(0)); err != nil {
+		t.Fatal(err)
+	}
+	const procs = 3
+	errs := make(chan error, procs)
+	for p := range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
+			fmt.Sprintf("MAGPIE_POLITE_SHARED=%d", map[bool]int{false: 0, true: 1}[shared]))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			err := cmd.Wait()
+			if err != nil {
+				err = fmt.Errorf("%w\n%s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range procs {
+		if err := <-errs; err != nil {
+			t.Errorf("crawler process error = %v", err)
+		}
+	}
+}
+
+// TestSharedPoliteness is the acceptance test of SharedLimits: three
+// crawler processes share one Redis crawl of three hosts under
+// LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 20ms}. With
+// SharedLimits every page is fetched once and no host ever has two requests
+// in flight (both exact). Starts are granted Delay apart or more, on the
+// Redis server's clock in µs, but a test sees them only later: when the
+// crawler sends the request (X-Sent, stamped just before the headers go
+// out) and when the server gets it. Between grant and send lies the
+// crawler's hand-off to a download worker; between send and arrival the
+// kernel and the server's goroutines. On a loaded machine (CI, or 2 cores
+// shared by many jobs) either side can stall for milliseconds, which
+// shortens one gap and lengthens the next by as much; one stall can make a
+// single gap arbitrarily short, so the minimum is logged, not bounded. The
+// bounds: sends, p5 >= Delay-1ms; arrivals, which carry both sides'
+// jitter, median >= Delay, p5 >= Delay-5ms and at most 3% of gaps below
+// Delay-5ms. Measured on 2 cores at load 4.4, -race: sends p5 19.5-19.8ms;
+// arrivals p5 17.3-18.4ms, median 21ms, 0.4-2.2% below 15ms; the shortest
+// arrival gap seen, 4ms, was two requests sent 23.9ms apart of which the
+// first took 20.5ms to arrive. Without SharedLimits the same crawl, smaller,
+// has most arrival gaps below Delay-5ms (asserted: at least 30%), since
+// each process keeps the Delay alone.
+func TestSharedPoliteness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts crawler processes")
+	}
+	redisAddr(t)
+	t.Run("SharedLimits", func(t *testing.T) {
+		site := newPoliteSite(t, 1500)
+		begin := time.Now()
+		site.crawl(t, true)
+		t.Logf("1500 pages over 3 hosts in %v", time.Since(begin).Round(time.Millisecond))
+		site.mu.Lock()
+		defer site.mu.Unlock()
+		for i := range site.pages {
+			if n := site.counts[i]; n != 1 {
+				t.Errorf("page %d fetched %d times, want 1", i, n)
+			}
+		}
+		for k := range site.srvs {
+			arr, wire := gaps(site.arrivals[k]), gaps(site.sent[k])
+			if len(arr) != site.pages/3-1 || len(wire) != len(arr) {
+				t.Fatalf("host %d: %d arrival gaps and %d send gaps, want %d", k, len(arr), len(wire), site.pages/3-1)
+			}
+			short := 0
+			for _, d := range arr {
+				if d < politeDelay-5*time.Millisecond {
+					short++
+				}
+			}
+			t.Logf("host %d: start gaps sent min %v p5 %v, arrived min %v p5 %v median %v (%d below %v); most in flight %d",
+				k, wire[0], pct(wire, 5), arr[0], pct(arr, 5), pct(arr, 50), short, politeDelay-5*time.Millisecond, site.maxIn[k])
+			// Arrivals are recorded under mu, so in order: explain the
+			// shortest gap by its two requests' send times.
+			if a, sent := site.arrivals[k], site.sent[k]; len(a) > 1 {
+				i := 1
+				for j := 2; j < len(a); j++ {
+					if a[j].Sub(a[j-1]) < a[i].Sub(a[i-1]) {
+						i = j
+					}
+				}
+				t.Logf("host %d: shortest arrival gap %v: %s then %s, sent %v apart, %v and %v from send to arrival",
+					k, a[i].Sub(a[i-1]), site.who[k][i-1], site.who[k][i], sent[i].Sub(sent[i-1]), a[i-1].Sub(sent[i-1]), a[i].Sub(sent[i]))
+			}
+			if site.maxIn[k] > 1 {
+				t.Errorf("host %d: %d requests in flight at once, want at most 1", k, site.maxIn[k])
+			}
+			if p := pct(wire, 5); p < politeDelay-time.Millisecond {
+				t.Errorf("host %d: 5th percentile of gaps between sends = %v, want >= %v", k, p, politeDelay-time.Millisecond)
+			}
+			if p := pct(arr, 50); p < politeDelay {
+				t.Errorf("host %d: median gap between arrivals = %v, want >= %v", k, p, politeDelay)
+			}
+			if p := pct(arr, 5); p < politeDelay-5*time.Millisecond {
+				t.Errorf("host %d: 5th percentile of gaps between arrivals = %v, want >= %v", k, p, politeDelay-5*time.Millisecond)
+			}
+			if short > len(arr)*3/100 {
+				t.Errorf("host %d: %d of %d gaps between arrivals below %v, want at most 3%%", k, short, len(arr), politeDelay-5*time.Millisecond)
+			}
+		}
+	})
+	t.Run("without SharedLimits", func(t *testing.T) {
+		site := newPoliteSite(t, 300)
+		site.crawl(t, false)
+		site.mu.Lock()
+		defer site.mu.Unlock()
+		short, all := 0, 0
+		for k := range site.srvs {
+			for _, d := range gaps(site.arrivals[k]) {
+				all++
+				if d < politeDelay-5*time.Millisecond {
+					short++
+				}
+			}
+		}
+		t.Logf("%d of %d arrival gaps below %v", short, all, politeDelay-5*time.Millisecond)
+		if short < all*30/100 {
+			t.Errorf("without SharedLimits %d of %d arrival gaps below %v, want at least 30%%: the test cannot tell the feature works", short, all, politeDelay-5*time.Millisecond)
+		}
+	})
+}
