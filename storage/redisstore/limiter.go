@@ -42,7 +42,7 @@ local delay = tonumber(ARGV[2])
 if delay > 0 then
 	redis.call('SET', KEYS[2], string.format('%.0f', now + delay), 'PX', math.floor(delay / 1000) + 1)
 end
-return {1, 0}
+return {1, now}
 `)
 
 // errBadReply is wrapped when the script answers something it never sends.
@@ -69,7 +69,14 @@ type HostLimiter struct {
 	s       *Store
 	slotTTL time.Duration
 	poll    time.Duration
+	onGrant func(host string, at time.Time)
 }
+
+// OnGrant sets f to be called after every start the limiter grants, with the
+// host and the grant's time on the Redis server's clock (the clock every
+// process's grants are spaced on), for metrics and tests. Set it before the
+// limiter is used; nil turns it off.
+func (h *HostLimiter) OnGrant(f func(host string, at time.Time)) { h.onGrant = f }
 
 var _ limits.Shared = (*HostLimiter)(nil)
 
@@ -108,6 +115,9 @@ func (h *HostLimiter) Acquire(ctx context.Context, host string, delay time.Durat
 	}
 	if len(res) != 2 {
 		return nil, 0, h.s.wrap("host limiter acquire", errBadReply)
+	}
+	if res[0] == 1 && h.onGrant != nil {
+		h.onGrant(host, time.UnixMicro(res[1]))
 	}
 	switch {
 	case res[0] == 1 && parallelism <= 0:

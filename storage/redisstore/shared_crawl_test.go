@@ -36,7 +36,15 @@ func TestHelperPoliteCrawler(t *testing.T) {
 	defer s.Close()
 	opts := []magpie.CollectorOption{magpie.UserAgent(os.Getenv("MAGPIE_POLITE_NAME")), magpie.IgnoreRobotsTxt()}
 	if os.Getenv("MAGPIE_POLITE_SHARED") == "1" {
-		opts = append(opts, magpie.SharedLimits(s.HostLimiter(0)))
+		hl := s.HostLimiter(0)
+		// Report every grant to the parent, on the Redis server's clock.
+		var mu sync.Mutex
+		hl.OnGrant(func(host string, at time.Time) {
+			mu.Lock()
+			fmt.Printf("GRANT %s %d\n", host, at.UnixMicro())
+			mu.Unlock()
+		})
+		opts = append(opts, magpie.SharedLimits(hl))
 	}
 	c := magpie.NewCollector(opts...)
 	if err := c.SetStorage(s); err != nil {
@@ -145,9 +153,10 @@ func gaps(ts []time.Time) []time.Duration {
 	return g
 }
 
-// crawl runs three crawler processes on one fresh Redis crawl of the site
-// and waits for them.
-func (s *politeSite) crawl(t *testing.T, shared bool) {
+// crawl runs three crawler processes on one fresh Redis crawl of the site,
+// waits for them, and returns the starts the shared limiter granted, by
+// host, in µs on the Redis server's clock (none without SharedLimits).
+func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 	t.Helper()
 	st := newTestStore(t, Options{})
 	q, err := queue.New(1, st)
@@ -159,11 +168,13 @@ func (s *politeSite) crawl(t *testing.T, shared bool) {
 	}
 	const procs = 3
 	errs := make(chan error, procs)
+	outs := make([]*strings.Builder, procs)
 	for p := range procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
 			fmt.Sprintf("MAGPIE_POLITE_SHARED=%d", map[bool]int{false: 0, true: 1}[shared]))
 		out := &strings.Builder{}
+		outs[p] = out
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -181,29 +192,36 @@ func (s *politeSite) crawl(t *testing.T, shared bool) {
 			t.Errorf("crawler process error = %v", err)
 		}
 	}
+	grants := map[string][]int64{}
+	for _, out := range outs {
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			var host string
+			var at int64
+			if n, _ := fmt.Sscanf(line, "GRANT %s %d", &host, &at); n == 2 {
+				grants[host] = append(grants[host], at)
+			}
+		}
+	}
+	return grants
 }
 
 // TestSharedPoliteness is the acceptance test of SharedLimits: three
 // crawler processes share one Redis crawl of three hosts under
 // LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 20ms}. With
-// SharedLimits every page is fetched once and no host ever has two requests
-// in flight (both exact). Starts are granted Delay apart or more, on the
-// Redis server's clock in µs, but a test sees them only later: when the
-// crawler sends the request (X-Sent, stamped just before the headers go
-// out) and when the server gets it. Between grant and send lies the
-// crawler's hand-off to a download worker; between send and arrival the
-// kernel and the server's goroutines. On a loaded machine (CI, or 2 cores
-// shared by many jobs) either side can stall for milliseconds, which
-// shortens one gap and lengthens the next by as much; one stall can make a
-// single gap arbitrarily short, so the minimum is logged, not bounded. The
-// bounds: sends, p5 >= Delay-1ms; arrivals, which carry both sides'
-// jitter, median >= Delay, p5 >= Delay-5ms and at most 3% of gaps below
-// Delay-5ms. Measured on 2 cores at load 4.4, -race: sends p5 19.5-19.8ms;
-// arrivals p5 17.3-18.4ms, median 21ms, 0.4-2.2% below 15ms; the shortest
-// arrival gap seen, 4ms, was two requests sent 23.9ms apart of which the
-// first took 20.5ms to arrive. Without SharedLimits the same crawl, smaller,
-// has most arrival gaps below Delay-5ms (asserted: at least 30%), since
-// each process keeps the Delay alone.
+// SharedLimits every page is fetched once, no host ever has two requests in
+// flight (measured by the servers), and the starts Redis granted for a host,
+// across all three processes, are at least Delay apart on the Redis server's
+// clock — the one clock all processes are spaced on. All three are exact.
+//
+// The gaps a server sees between arrivals carry both sides' scheduling
+// jitter on top of that spacing: on a loaded machine (CI runs every package
+// at once on 2 cores) one stall between grant and send, or between send and
+// arrival, shortens one gap by milliseconds and lengthens the next by as
+// much. Those gaps are logged (median, 5th percentile, minimum, and what
+// caused the shortest), not asserted: they measure the machine, not magpie.
+// Without SharedLimits the same crawl, smaller, has most arrival gaps far
+// below Delay (asserted: at least 30% below Delay-5ms), since each process
+// keeps the Delay alone.
 func TestSharedPoliteness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts crawler processes")
@@ -212,7 +230,7 @@ func TestSharedPoliteness(t *testing.T) {
 	t.Run("SharedLimits", func(t *testing.T) {
 		site := newPoliteSite(t, 1500)
 		begin := time.Now()
-		site.crawl(t, true)
+		grants := site.crawl(t, true)
 		t.Logf("1500 pages over 3 hosts in %v", time.Since(begin).Round(time.Millisecond))
 		site.mu.Lock()
 		defer site.mu.Unlock()
@@ -220,6 +238,24 @@ func TestSharedPoliteness(t *testing.T) {
 			if n := site.counts[i]; n != 1 {
 				t.Errorf("page %d fetched %d times, want 1", i, n)
 			}
+		}
+		if len(grants) != len(site.srvs) {
+			t.Fatalf("grants for %d hosts, want %d", len(grants), len(site.srvs))
+		}
+		for host, at := range grants {
+			slices.Sort(at)
+			if len(at) != site.pages/3 {
+				t.Errorf("host %s: %d starts granted, want %d (one per page)", host, len(at), site.pages/3)
+			}
+			shortest := time.Duration(1<<63 - 1)
+			for i := 1; i < len(at); i++ {
+				gap := time.Duration(at[i]-at[i-1]) * time.Microsecond
+				shortest = min(shortest, gap)
+				if gap < politeDelay {
+					t.Errorf("host %s: starts %d and %d granted %v apart, want >= %v", host, i-1, i, gap, politeDelay)
+				}
+			}
+			t.Logf("host %s: %d starts granted, shortest gap %v (Redis clock)", host, len(at), shortest)
 		}
 		for k := range site.srvs {
 			arr, wire := gaps(site.arrivals[k]), gaps(site.sent[k])
@@ -249,23 +285,13 @@ func TestSharedPoliteness(t *testing.T) {
 			if site.maxIn[k] > 1 {
 				t.Errorf("host %d: %d requests in flight at once, want at most 1", k, site.maxIn[k])
 			}
-			if p := pct(wire, 5); p < politeDelay-time.Millisecond {
-				t.Errorf("host %d: 5th percentile of gaps between sends = %v, want >= %v", k, p, politeDelay-time.Millisecond)
-			}
-			if p := pct(arr, 50); p < politeDelay {
-				t.Errorf("host %d: median gap between arrivals = %v, want >= %v", k, p, politeDelay)
-			}
-			if p := pct(arr, 5); p < politeDelay-5*time.Millisecond {
-				t.Errorf("host %d: 5th percentile of gaps between arrivals = %v, want >= %v", k, p, politeDelay-5*time.Millisecond)
-			}
-			if short > len(arr)*3/100 {
-				t.Errorf("host %d: %d of %d gaps between arrivals below %v, want at most 3%%", k, short, len(arr), politeDelay-5*time.Millisecond)
-			}
 		}
 	})
 	t.Run("without SharedLimits", func(t *testing.T) {
 		site := newPoliteSite(t, 300)
-		site.crawl(t, false)
+		if grants := site.crawl(t, false); len(grants) != 0 {
+			t.Errorf("grants without SharedLimits: %d hosts, want none", len(grants))
+		}
 		site.mu.Lock()
 		defer site.mu.Unlock()
 		short, all := 0, 0
