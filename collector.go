@@ -87,9 +87,10 @@ type Collector struct {
 	// SortQuery sorts query parameters in visited keys.
 	SortQuery bool
 
-	logger  *slog.Logger
-	workers int
-	retry   *RetryOptions
+	logger    *slog.Logger
+	workers   int
+	maxParked int
+	retry     *RetryOptions
 
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
@@ -181,6 +182,7 @@ func (c *Collector) Clone() *Collector {
 		SortQuery:              c.SortQuery,
 		logger:                 c.logger,
 		workers:                c.workers,
+		maxParked:              c.maxParked,
 		retry:                  c.retry,
 		shared:                 c.shared,
 		visitMu:                c.visitMu,
@@ -302,11 +304,26 @@ type Stats struct {
 	Requests uint32 `json:"requests"`
 	// Responses is how many responses were received.
 	Responses uint32 `json:"responses"`
+	// Pending is how many requests of the current crawl are admitted and
+	// not finished (waiting, parked or in flight); 0 when no crawl runs.
+	Pending int `json:"pending"`
+	// Parked is how many requests wait in the politeness gate for their
+	// host's turn (at most MaxParked).
+	Parked int `json:"parked"`
 }
 
-// Stats returns the collector's counters.
+// Stats returns the collector's counters and the current crawl's state.
+// Safe for concurrent use, also from callbacks.
 func (c *Collector) Stats() Stats {
-	return Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load()}
+	st := Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load()}
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	if r != nil {
+		st.Pending = r.front.pending()
+		st.Parked = r.gate.Stats().Parked
+	}
+	return st
 }
 
 func (c *Collector) defaultHeaders() http.Header {

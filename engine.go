@@ -73,7 +73,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		tokens:  make(chan struct{}, workers),
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
-		gate:    limits.NewGate[*Request](c.shared.limiter, max(256, 4*workers)),
+		gate:    limits.NewGate[*Request](c.shared.limiter, cfg.parked(workers)),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)

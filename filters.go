@@ -35,6 +35,7 @@ type config struct {
 	traceHTTP          bool
 	sortQuery          bool
 	workers            int
+	maxParked          int
 	retry              *RetryOptions
 	stdCtx             context.Context
 	cache              *fileCache
@@ -74,6 +75,7 @@ func (c *Collector) snapshot() *config {
 		traceHTTP:          c.TraceHTTP,
 		sortQuery:          c.SortQuery,
 		workers:            c.workers,
+		maxParked:          c.maxParked,
 		retry:              c.retry,
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
@@ -289,4 +291,12 @@ func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 		return false, err
 	}
 	return true, st.Visited(key)
+}
+
+// parked is the politeness gate's bound for a run with workers download workers.
+func (cfg *config) parked(workers int) int {
+	if cfg.maxParked > 0 {
+		return cfg.maxParked
+	}
+	return max(256, 4*workers)
 }

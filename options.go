@@ -164,6 +164,19 @@ func SortQueryKeys() CollectorOption {
 	return func(c *Collector) { c.SortQuery = true }
 }
 
+// MaxParked bounds how many requests may wait in the politeness gate for
+// their host's turn (default: 4 per download worker, at least 256). Parked
+// requests hold no worker; when the gate is full, requests stay in the
+// frontier (or the queue storage) until one leaves, so memory stays bounded
+// when one slow host dominates the crawl. n <= 0 keeps the default.
+func MaxParked(n int) CollectorOption {
+	return func(c *Collector) {
+		if n > 0 {
+			c.maxParked = n
+		}
+	}
+}
+
 // Workers sets how many downloads run at once for Visit and Wait (default 16).
 // Per-host politeness is set with Limit; queue.Run uses its own thread count.
 func Workers(n int) CollectorOption {

@@ -228,10 +228,10 @@ func TestSharedPoliteness(t *testing.T) {
 	}
 	redisAddr(t)
 	t.Run("SharedLimits", func(t *testing.T) {
-		site := newPoliteSite(t, 1500)
+		site := newPoliteSite(t, 2100)
 		begin := time.Now()
 		grants := site.crawl(t, true)
-		t.Logf("1500 pages over 3 hosts in %v", time.Since(begin).Round(time.Millisecond))
+		t.Logf("2100 pages over 3 hosts in %v", time.Since(begin).Round(time.Millisecond))
 		site.mu.Lock()
 		defer site.mu.Unlock()
 		for i := range site.pages {
