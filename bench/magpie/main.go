@@ -14,6 +14,11 @@ var impls = map[string]harness.CrawlFunc{
 	"raw":          harness.Raw,
 	"magpie-async": crawlMagpieAsync,
 	"magpie-queue": crawlMagpieQueue,
+
+	// The storage scenario (storage.go).
+	"magpie-frontier-sqlite": crawlFrontierSQLite,
+	"magpie-frontier-mem":    crawlFrontierMemory,
+	"magpie-redis":           crawlRedis,
 }
 
 func main() { harness.Main(impls) }
