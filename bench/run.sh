@@ -21,8 +21,8 @@
 # queue and visited set, and with the in-memory queue; the Redis visited set's
 # bytes per ID (the redisstore VisitedMemory test); and pages/s of 1 against 3
 # worker processes sharing one Redis on a site with 50 ms latency
-# ($REDIS_PAGES pages, default 5000; QUICK: 500; P=$REDIS_P threads each,
-# default 8). It starts its own redis-server on a free port unless
+# ($REDIS_PAGES pages, default 5000; QUICK: 500; $REDIS_P threads per
+# process, a list, default "8 4": one crawl pair per value). It starts its own redis-server on a free port unless
 # REDIS_ADDR is set. Its results replace the "## Storage" section of $OUT and
 # leave the rest of the file alone; the other scenarios rewrite the rest and
 # keep that section.
@@ -59,7 +59,7 @@ else
 	FRONTIER=${FRONTIER:-1000000}
 	REDIS_PAGES=${REDIS_PAGES:-5000}
 fi
-REDIS_P=${REDIS_P:-8}
+REDIS_P=${REDIS_P:-"8 4"}
 REDIS_ADDR=${REDIS_ADDR:-}
 MEM_RUNS=${MEM_RUNS:-1}
 SCENARIOS=${SCENARIOS:-"throughput politeness rate memory"}
@@ -172,7 +172,9 @@ start_redis() {
 # $bin/redis-mem.txt for the report.
 storage_scenario() {
 	local frontier_p=8
-	start_site -frontier $((FRONTIER + FRONTIER / 20)) -hub-links 5000
+	# Hubs enough (200) that the P threads are still on hubs while the
+	# frontier grows: leaves are leased only once every hub has been.
+	start_site -frontier $((FRONTIER + FRONTIER / 20)) -hub-links $((FRONTIER / 200 > 0 ? FRONTIER / 200 : 1))
 	for run in $(seq "$MEM_RUNS"); do
 		for impl in magpie-frontier-sqlite magpie-frontier-mem; do
 			crawl storage "hubs→${FRONTIER} URLs P=$frontier_p" 0 "$run" "$impl" -p "$frontier_p" -frontier "$FRONTIER"
@@ -185,9 +187,11 @@ storage_scenario() {
 	grep -E 'bytes/ID' "$bin/redis-mem.out" | sed 's/^ *//' >"$bin/redis-mem.txt" || true
 	start_site -pages "$REDIS_PAGES" -size 16 -links 10 -latency 50ms
 	for run in $(seq "$RUNS"); do
-		for n in 1 3; do
-			crawl storage "${REDIS_PAGES}p 16KB lat=50ms P=$REDIS_P/proc" 0 "$run" magpie-redis \
-				-p "$REDIS_P" -redis "$redis_addr" -procs "$n"
+		for p in $REDIS_P; do
+			for n in 1 3; do
+				crawl storage "${REDIS_PAGES}p 16KB lat=50ms P=$p/proc" 0 "$run" magpie-redis \
+					-p "$p" -redis "$redis_addr" -procs "$n"
+			done
 		done
 	done
 }
@@ -285,11 +289,11 @@ if [[ -s $storage_jsonl ]]; then
 		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 		echo "- machine: $machine"
 		echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs: frontier $MEM_RUNS, Redis processes $RUNS (medians shown)"
-		echo "- command: \`QUICK=$QUICK RUNS=$RUNS MEM_RUNS=$MEM_RUNS FRONTIER=$FRONTIER REDIS_PAGES=$REDIS_PAGES SCENARIOS=storage bench/run.sh\`"
+		echo "- command: \`QUICK=$QUICK RUNS=$RUNS MEM_RUNS=$MEM_RUNS FRONTIER=$FRONTIER REDIS_PAGES=$REDIS_PAGES REDIS_P=\"$REDIS_P\" SCENARIOS=storage bench/run.sh\`"
 		[[ -n $NOTE ]] && echo "- note: $NOTE"
 		echo
-		echo "Frontier rows (magpie-frontier-*): the site (\`site -frontier N -hub-links 5000\`) serves \"/\" linking"
-		echo "to hub pages of 5,000 links each, $((FRONTIER + FRONTIER / 20)) distinct leaf URLs in all; the crawl runs"
+		echo "Frontier rows (magpie-frontier-*): the site (\`site -frontier N -hub-links N/200\`) serves \"/\" linking"
+		echo "to 210 hub pages of $((FRONTIER / 200)) links each, $((FRONTIER + FRONTIER / 20)) distinct leaf URLs in all; the crawl runs"
 		echo "\`queue.New(8, store)\` (sqlite: \`sqlitestore.Open\` as queue and \`SetStorage\`; mem: an unlimited"
 		echo "\`InMemoryQueueStorage\` and the default visited set), reads the queue's \`Len\` every 500 ms and stops"
 		echo "once it holds $FRONTIER requests. frontier reached = the largest \`Len\` seen; peak RSS = Getrusage"

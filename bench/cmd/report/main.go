@@ -212,7 +212,7 @@ var titles = map[string]string{
 	"politeness": "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
 	"rate":       "Rate accuracy (one host; ideal = 1 / Delay)",
 	"memory":     "Memory",
-	"storage":    "Storage",
+	"storage":    "Frontier memory and Redis worker processes",
 }
 
 func write(w io.Writer, rows []*row) error {

@@ -69,7 +69,7 @@ func TestReportStorage(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"### Storage",
+		"### Frontier memory and Redis worker processes",
 		"| hubs | magpie-frontier-sqlite | 1 | 1 | 300 | 0 | 0 | 1000123 |",
 		"| lat | magpie-redis | 1 | 1 | 5000 | 0 | 0 |  | 0.00 | 100 | 0.00 | 0.0 | 1.00 |",
 		"| lat | magpie-redis | 3 | 1 | 5000 | 0 | 1 |  | 0.00 | 280 | 0.00 | 0.0 | 2.80 |",
