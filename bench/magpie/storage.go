@@ -34,8 +34,9 @@ var (
 )
 
 // frontierPoll is how often the frontier implementations read the queue's
-// length. Len counts rows in SQLite, so it is not free.
-const frontierPoll = 500 * time.Millisecond
+// length. Len counts rows in SQLite, so it is not free. A variable for the
+// tests.
+var frontierPoll = 500 * time.Millisecond
 
 // crawlFrontierSQLite crawls with one sqlitestore.Store as the queue's
 // storage and the collector's visited set, until the frontier reaches
