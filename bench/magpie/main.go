@@ -6,6 +6,9 @@
 //	magpie-async  NewCollector(Async(true), AllowedDomains(...), Workers(P)), LimitRule "*",
 //	              e.Request.Visit from OnHTML, Visit + Wait
 //	magpie-queue  the same collector without Async, run by queue.New(P, nil) + AddURL + Run
+//
+// and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
+// magpie-frontier-mem and magpie-redis.
 package main
 
 import "github.com/magpiecrawl/magpie/bench/internal/harness"
