@@ -8,11 +8,24 @@
 #   QUICK=1        small sizes, 1 run each (a smoke test of the harness)
 #   RUNS=N         runs per (scenario, impl); default 3 (QUICK: 1); medians are reported
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
-#   SCENARIOS="throughput politeness rate memory"   subset to run
+#   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
+#                  scenario "storage" (see below) is never run by default
 #   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries
 #   MAGPIE=0       do not build the bench/magpie module (magpie-* impls); default 1
 #   NOTE="..."     a line added under the machine description in the results
 #   OUT=path JSONL=path
+#
+# The storage scenario (SCENARIOS=storage; the magpie build only) measures
+# magpie's persistent stores: peak RSS of a crawl whose frontier reaches
+# $FRONTIER requests (default 1,000,000; QUICK: 50,000) with sqlitestore as
+# queue and visited set, and with the in-memory queue; the Redis visited set's
+# bytes per ID (the redisstore VisitedMemory test); and pages/s of 1 against 3
+# worker processes sharing one Redis on a site with 50 ms latency
+# ($REDIS_PAGES pages, default 5000; QUICK: 500; $REDIS_P threads per
+# process, a list, default "8 4": one crawl pair per value). It starts its own redis-server on a free port unless
+# REDIS_ADDR is set. Its results replace the "## Storage" section of $OUT and
+# leave the rest of the file alone; the other scenarios rewrite the rest and
+# keep that section.
 #
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
@@ -33,6 +46,8 @@ if [[ $QUICK == 1 ]]; then
 	POL_PAGES=${POL_PAGES:-20}
 	RATE_PAGES=${RATE_PAGES:-30}
 	MEM_PAGES=${MEM_PAGES:-10000}
+	FRONTIER=${FRONTIER:-50000}
+	REDIS_PAGES=${REDIS_PAGES:-500}
 else
 	RUNS=${RUNS:-3}
 	TP_PAGES=${TP_PAGES:-20000}
@@ -41,7 +56,11 @@ else
 	POL_PAGES=${POL_PAGES:-100}
 	RATE_PAGES=${RATE_PAGES:-200}
 	MEM_PAGES=${MEM_PAGES:-200000}
+	FRONTIER=${FRONTIER:-1000000}
+	REDIS_PAGES=${REDIS_PAGES:-5000}
 fi
+REDIS_P=${REDIS_P:-"8 4"}
+REDIS_ADDR=${REDIS_ADDR:-}
 MEM_RUNS=${MEM_RUNS:-1}
 SCENARIOS=${SCENARIOS:-"throughput politeness rate memory"}
 MAGPIE=${MAGPIE:-1}
@@ -52,11 +71,12 @@ CRAWL_TIMEOUT=${CRAWL_TIMEOUT:-15m}
 
 bin=$(mktemp -d)
 site_pid=""
+redis_pid=""
 cleanup() {
-	if [[ -n $site_pid ]]; then
-		kill "$site_pid" 2>/dev/null || true
-		wait "$site_pid" 2>/dev/null || true
-	fi
+	for pid in $site_pid $redis_pid; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	rm -rf "$bin"
 }
 trap cleanup EXIT
@@ -126,6 +146,56 @@ runs() {
 	done
 }
 
+# start_redis — sets $redis_addr: $REDIS_ADDR, or a redis-server of our own
+# on a free port of 127.0.0.1 that saves nothing to disk.
+start_redis() {
+	if [[ -n $REDIS_ADDR ]]; then
+		redis_addr=$REDIS_ADDR
+		return
+	fi
+	local port
+	for port in $(seq 16379 16479); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+	done
+	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$bin" >"$bin/redis.log" 2>&1 &
+	redis_pid=$!
+	redis_addr=127.0.0.1:$port
+	for _ in $(seq 100); do
+		redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1 && return
+		sleep 0.05
+	done
+	echo "redis-server did not start (see $bin/redis.log)" >&2
+	exit 1
+}
+
+# storage_scenario — see the header. The Redis memory figure goes to
+# $bin/redis-mem.txt for the report.
+storage_scenario() {
+	local frontier_p=8
+	# Hubs enough (200) that the P threads are still on hubs while the
+	# frontier grows: leaves are leased only once every hub has been.
+	start_site -frontier $((FRONTIER + FRONTIER / 20)) -hub-links $((FRONTIER / 200 > 0 ? FRONTIER / 200 : 1))
+	for run in $(seq "$MEM_RUNS"); do
+		for impl in magpie-frontier-sqlite magpie-frontier-mem; do
+			crawl storage "hubs→${FRONTIER} URLs P=$frontier_p" 0 "$run" "$impl" -p "$frontier_p" -frontier "$FRONTIER"
+		done
+	done
+	start_redis
+	echo "  storage: redisstore VisitedMemory against $redis_addr" >&2
+	(cd .. && MAGPIE_REDIS_ADDR=$redis_addr MAGPIE_REDIS_MEMTEST=1 \
+		go test -count=1 -run VisitedMemory -v ./storage/redisstore/) >"$bin/redis-mem.out" 2>&1 || true
+	grep -E 'bytes/ID' "$bin/redis-mem.out" | sed 's/^ *//' >"$bin/redis-mem.txt" || true
+	start_site -pages "$REDIS_PAGES" -size 16 -links 10 -latency 50ms
+	for run in $(seq "$RUNS"); do
+		for p in $REDIS_P; do
+			for n in 1 3; do
+				crawl storage "${REDIS_PAGES}p 16KB lat=50ms P=$p/proc" 0 "$run" magpie-redis \
+					-p "$p" -redis "$redis_addr" -procs "$n"
+			done
+		done
+	done
+}
+
 for sc in $SCENARIOS; do
 	case $sc in
 	throughput)
@@ -152,6 +222,10 @@ for sc in $SCENARIOS; do
 		start_site -pages "$MEM_PAGES" -size 16 -links 10
 		runs "$MEM_RUNS" memory "${MEM_PAGES}p 16KB P=64" 0 -p 64
 		;;
+	storage)
+		[[ $MAGPIE == 1 ]] || { echo "the storage scenario needs MAGPIE=1" >&2; exit 2; }
+		storage_scenario
+		;;
 	*)
 		echo "unknown scenario $sc" >&2
 		exit 2
@@ -162,28 +236,91 @@ stop_site
 
 mem_gb=$(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo)
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+machine="$(nproc) cores (${cpu:-unknown CPU}), ${mem_gb} GB RAM, $(go version | cut -d' ' -f3-)"
+main_jsonl=$bin/main.jsonl
+storage_jsonl=$bin/storage.jsonl
+grep -v '"scenario":"storage"' "$JSONL" >"$main_jsonl" || true
+grep '"scenario":"storage"' "$JSONL" >"$storage_jsonl" || true
+
+# The storage section of $OUT: kept as it is unless this run has one.
+old_storage=$bin/old-storage.md
+: >"$old_storage"
+[[ -f $OUT ]] && awk '/^## Storage/ {s=1} s' "$OUT" >"$old_storage"
+
+main_md=$bin/main.md
+if [[ -s $main_jsonl ]]; then
+	{
+		echo "# magpie bench results"
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "- machine: $machine"
+		echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs per cell: $RUNS (memory: $MEM_RUNS), medians shown"
+		echo "- command: \`QUICK=$QUICK RUNS=$RUNS SCENARIOS=\"$(echo ${SCENARIOS//storage/})\" IMPLS=\"$(echo $IMPLS)\" bench/run.sh\`"
+		[[ -n $NOTE ]] && echo "- note: $NOTE"
+		echo
+		echo "Site and crawler share the machine. pages = 2xx responses the crawler saw; dup fetches = requests"
+		echo "beyond the first for a path (robots.txt excluded); new conns = TCP connections that carried a crawler"
+		echo "request; max in flight = most requests the site was serving at once; min start gap = smallest time"
+		echo "between two request starts on one host, p5 start gap the 5th percentile of those gaps over all hosts (one small gap can be"
+		echo "client-side jitter: the site measures arrivals, and a host's first request also pays the TCP dial);"
+		echo "site pages/s = sum over hosts of (starts-1)/span."
+		echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
+		echo "of magpie-queue colly-queue). Colly politeness uses one LimitRule per host (Colly's semaphore is per"
+		echo "rule); magpie uses one \"*\" rule (Parallelism 1 per host) with Workers(8) (async) or 8 queue threads."
+		echo "magpie-async also sets Workers(P) in every scenario: its download pool is fixed (16 by default)."
+		echo "In the politeness and rate tables pages/s above the ideal means the limit was broken, so a"
+		echo "magpie/Colly pages/s ratio below 1 there is Colly going too fast, not magpie being slow."
+		echo
+		"$bin/report" <"$main_jsonl"
+	} >"$main_md"
+elif [[ -f $OUT ]]; then
+	awk '/^## Storage/ {exit} {print}' "$OUT" >"$main_md"
+else
+	echo "# magpie bench results" >"$main_md"
+	echo >>"$main_md"
+fi
+
+storage_md=$old_storage
+if [[ -s $storage_jsonl ]]; then
+	storage_md=$bin/storage.md
+	{
+		echo "## Storage"
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "- machine: $machine"
+		echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs: frontier $MEM_RUNS, Redis processes $RUNS (medians shown)"
+		echo "- command: \`QUICK=$QUICK RUNS=$RUNS MEM_RUNS=$MEM_RUNS FRONTIER=$FRONTIER REDIS_PAGES=$REDIS_PAGES REDIS_P=\"$REDIS_P\" SCENARIOS=storage bench/run.sh\`"
+		[[ -n $NOTE ]] && echo "- note: $NOTE"
+		echo
+		echo "Frontier rows (magpie-frontier-*): the site (\`site -frontier N -hub-links N/200\`) serves \"/\" linking"
+		echo "to 210 hub pages of $((FRONTIER / 200)) links each, $((FRONTIER + FRONTIER / 20)) distinct leaf URLs in all; the crawl runs"
+		echo "\`queue.New(8, store)\` (sqlite: \`sqlitestore.Open\` as queue and \`SetStorage\`; mem: an unlimited"
+		echo "\`InMemoryQueueStorage\` and the default visited set), reads the queue's \`Len\` every 500 ms and stops"
+		echo "once it holds $FRONTIER requests. frontier reached = the largest \`Len\` seen; peak RSS = Getrusage"
+		echo "Maxrss of the crawl process; pages = pages fetched meanwhile (hubs and some leaves)."
+		echo
+		echo "Redis rows (magpie-redis): one Redis (\`--save ''\`), a parent seeds the queue and starts procs"
+		echo "worker processes, each \`queue.New(P, redisstore)\` + \`SetStorage(redisstore)\`, no politeness"
+		echo "limit; wall s runs from the first start to the last exit; CPU s includes the workers; peak RSS is"
+		echo "the parent's only. Ideal pages/s = procs × P ÷ 50 ms."
+		echo
+		if [[ -s $bin/redis-mem.txt ]]; then
+			echo "Redis visited set, 1,000,000 random IDs (\`MAGPIE_REDIS_MEMTEST=1 go test -run VisitedMemory -v ./storage/redisstore/\`):"
+			echo
+			sed 's/^/    /' "$bin/redis-mem.txt"
+			echo
+		fi
+		"$bin/report" <"$storage_jsonl"
+	} >"$storage_md"
+fi
 {
-	echo "# magpie bench results"
-	echo
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- machine: $(nproc) cores (${cpu:-unknown CPU}), ${mem_gb} GB RAM, $(go version | cut -d' ' -f3-)"
-	echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs per cell: $RUNS (memory: $MEM_RUNS), medians shown"
-	echo "- command: \`QUICK=$QUICK RUNS=$RUNS SCENARIOS=\"$SCENARIOS\" IMPLS=\"$(echo $IMPLS)\" bench/run.sh\`"
-	[[ -n $NOTE ]] && echo "- note: $NOTE"
-	echo
-	echo "Site and crawler share the machine. pages = 2xx responses the crawler saw; dup fetches = requests"
-	echo "beyond the first for a path (robots.txt excluded); new conns = TCP connections that carried a crawler"
-	echo "request; max in flight = most requests the site was serving at once; min start gap = smallest time"
-	echo "between two request starts on one host, p5 start gap the 5th percentile of those gaps over all hosts (one small gap can be"
-	echo "client-side jitter: the site measures arrivals, and a host's first request also pays the TCP dial);"
-	echo "site pages/s = sum over hosts of (starts-1)/span."
-	echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
-	echo "of magpie-queue colly-queue). Colly politeness uses one LimitRule per host (Colly's semaphore is per"
-	echo "rule); magpie uses one \"*\" rule (Parallelism 1 per host) with Workers(8) (async) or 8 queue threads."
-	echo "magpie-async also sets Workers(P) in every scenario: its download pool is fixed (16 by default)."
-	echo "In the politeness and rate tables pages/s above the ideal means the limit was broken, so a"
-	echo "magpie/Colly pages/s ratio below 1 there is Colly going too fast, not magpie being slow."
-	echo
-	"$bin/report" <"$JSONL"
-} >"$OUT"
+	cat "$main_md"
+	if [[ -s $storage_md ]]; then
+		# One blank line between the sections, however the first one ended.
+		[[ -n $(tail -c1 "$main_md") ]] && echo
+		[[ -z $(tail -n1 "$main_md") ]] || echo
+		cat "$storage_md"
+	fi
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
 echo "wrote $OUT" >&2

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/magpiecrawl/magpie/bench/internal/harness"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/magpiecrawl/magpie/bench/internal/harness"
 )
 
 // newTestSite serves pages "/" and "/p/1".."/p/(n-1)"; each links to the next,
@@ -50,6 +52,11 @@ func newTestSite(t *testing.T, n int) (*httptest.Server, func() map[string]int) 
 func TestCrawlEveryPageOnce(t *testing.T) {
 	const pages = 40
 	for _, impl := range harness.Names(impls) {
+		// The storage scenario's crawls stop at a frontier size or run
+		// worker processes; TestFrontier covers the first kind.
+		if strings.HasPrefix(impl, "magpie-frontier-") || impl == "magpie-redis" {
+			continue
+		}
 		for _, p := range []int{1, 8} {
 			t.Run(fmt.Sprintf("%s/p=%d", impl, p), func(t *testing.T) {
 				srv, hits := newTestSite(t, pages)
@@ -76,5 +83,78 @@ func TestCrawlEveryPageOnce(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// newHubSite serves "/" linking to hubs "/h/0".."/h/(hubs-1)", each linking
+// to leaves distinct leaf pages, which link nowhere and take leafDelay: the
+// hubs are leased first, so with a delay the whole frontier is queued long
+// before the leaves are fetched.
+func newHubSite(t *testing.T, hubs, leaves int, leafDelay time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var h, l int
+		w.Header().Set("Content-Type", "text/html")
+		switch {
+		case r.URL.Path == "/":
+			for i := range hubs {
+				fmt.Fprintf(w, `<a href="/h/%d">hub</a>`, i)
+			}
+		case fmtScan(r.URL.Path, "/h/%d", &h):
+			for i := range leaves {
+				fmt.Fprintf(w, `<a href="/l/%d">leaf</a>`, h*leaves+i)
+			}
+		case fmtScan(r.URL.Path, "/l/%d", &l):
+			select {
+			case <-time.After(leafDelay):
+			case <-r.Context().Done():
+			}
+			fmt.Fprint(w, "<p>leaf</p>")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func fmtScan(s, format string, v *int) bool {
+	_, err := fmt.Sscanf(s, format, v)
+	return err == nil
+}
+
+func TestFrontier(t *testing.T) {
+	defer func(old int, poll time.Duration) { *frontierTarget, frontierPoll = old, poll }(*frontierTarget, frontierPoll)
+	frontierPoll = time.Millisecond
+	tests := []struct {
+		impl      string
+		target    int
+		leafDelay time.Duration
+		wantErr   bool
+	}{
+		{"magpie-frontier-sqlite", 150, 100 * time.Millisecond, false},
+		{"magpie-frontier-mem", 150, 100 * time.Millisecond, false},
+		// More than the site has: the crawl ends first, which is an error.
+		{"magpie-frontier-mem", 201, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.impl, tt.target), func(t *testing.T) {
+			*frontierTarget = tt.target
+			srv := newHubSite(t, 40, 5, tt.leafDelay)
+			cfg, err := harness.NewConfig(srv.URL+"/", 2, 0, 0, "")
+			if err != nil {
+				t.Fatalf("NewConfig: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			var n harness.Counters
+			err = impls[tt.impl](ctx, cfg, &n)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("%s crawl error = %v, want error %v", tt.impl, err, tt.wantErr)
+			}
+			if got := n.Frontier.Load(); !tt.wantErr && got < int64(tt.target) {
+				t.Errorf("%s frontier = %d, want >= %d", tt.impl, got, tt.target)
+			}
+		})
 	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/magpiecrawl/magpie/bench/internal/harness"
+	"fmt"
+	"os"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/bench/internal/harness"
 	"github.com/magpiecrawl/magpie/queue"
 )
 
@@ -18,6 +20,9 @@ func magpieRule(cfg harness.Config) *magpie.LimitRule {
 	}
 	return &magpie.LimitRule{DomainGlob: "*", Parallelism: cfg.HostPar, Delay: cfg.Delay}
 }
+
+// maxLoggedErrors is how many crawl errors a run prints to stderr.
+const maxLoggedErrors = 5
 
 // refused reports whether err is an admission refusal (revisit, foreign
 // domain, robots.txt, ...) rather than a failed fetch. magpie reports those to
@@ -42,9 +47,18 @@ func newMagpie(ctx context.Context, cfg harness.Config, n *harness.Counters, opt
 		_ = e.Request.Visit(e.Attr("href"))
 	})
 	c.OnResponse(func(*magpie.Response) { n.Pages.Add(1) })
-	c.OnError(func(_ *magpie.Response, err error) {
-		if !refused(err) {
-			n.Errors.Add(1)
+	c.OnError(func(r *magpie.Response, err error) {
+		if refused(err) {
+			return
+		}
+		// The first few errors go to stderr: a count alone does not say
+		// whether the site, the network or a store failed.
+		if n.Errors.Add(1) <= maxLoggedErrors {
+			u := ""
+			if r != nil && r.Request != nil && r.Request.URL != nil {
+				u = r.Request.URL.String()
+			}
+			fmt.Fprintf(os.Stderr, "crawl-magpie: error %s: %v\n", u, err)
 		}
 	})
 	return c, nil

@@ -7,6 +7,9 @@
 //	              e.Request.Visit from OnHTML, Visit + Wait
 //	magpie-queue  the same collector without Async, run by queue.New(P, nil) + AddURL + Run
 //
+// and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
+// magpie-frontier-mem and magpie-redis.
+//
 // -cpuprofile and -memprofile write pprof profiles of the crawl itself (flag
 // parsing and the result line excluded).
 package main
@@ -31,6 +34,11 @@ var impls = map[string]harness.CrawlFunc{
 	"raw":          profiled(harness.Raw),
 	"magpie-async": profiled(crawlMagpieAsync),
 	"magpie-queue": profiled(crawlMagpieQueue),
+
+	// The storage scenario (storage.go).
+	"magpie-frontier-sqlite": profiled(crawlFrontierSQLite),
+	"magpie-frontier-mem":    profiled(crawlFrontierMemory),
+	"magpie-redis":           crawlRedis,
 }
 
 // profiled wraps a crawl with the profiles asked for; harness.Main has

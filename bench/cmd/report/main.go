@@ -34,6 +34,8 @@ type crawl struct {
 	PagesPerS float64 `json:"pages_per_s"`
 	CPUS      float64 `json:"cpu_s"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Frontier  float64 `json:"frontier"`
+	Procs     int     `json:"procs"`
 	TimedOut  bool    `json:"timed_out"`
 	Err       string  `json:"err"`
 }
@@ -57,6 +59,7 @@ type site struct {
 // row is the medians of every run of one implementation in one scenario.
 type row struct {
 	scenario, label, impl string
+	procs                 int // worker processes; 0 when the crawl ran in one
 	ideal                 float64
 	runs                  int
 	failed                int
@@ -68,6 +71,7 @@ type row struct {
 	hostInflight          float64 // most requests in flight on one host
 	inflight              float64 // most requests in flight on the whole site
 	siteRate              float64 // page starts per second seen by the site
+	frontier              float64 // largest frontier the crawl saw (storage scenario)
 }
 
 func main() {
@@ -82,7 +86,10 @@ func main() {
 }
 
 func load(r io.Reader) ([]*row, error) {
-	type key struct{ scenario, label, impl string }
+	type key struct {
+		scenario, label, impl string
+		procs                 int
+	}
 	groups := map[key][]record{}
 	var order []key
 	sc := bufio.NewScanner(r)
@@ -95,7 +102,7 @@ func load(r io.Reader) ([]*row, error) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		k := key{rec.Scenario, rec.Label, rec.Crawl.Impl}
+		k := key{rec.Scenario, rec.Label, rec.Crawl.Impl, rec.Crawl.Procs}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -109,7 +116,9 @@ func load(r io.Reader) ([]*row, error) {
 	}
 	rows := make([]*row, 0, len(order))
 	for _, k := range order {
-		rows = append(rows, summarize(k.scenario, k.label, k.impl, groups[k]))
+		r := summarize(k.scenario, k.label, k.impl, groups[k])
+		r.procs = k.procs
+		rows = append(rows, r)
 	}
 	return rows, nil
 }
@@ -135,6 +144,7 @@ func summarize(scenario, label, impl string, recs []record) *row {
 	r.pps = med(func(x record) float64 { return x.Crawl.PagesPerS })
 	r.cpu = med(func(x record) float64 { return x.Crawl.CPUS })
 	r.rss = med(func(x record) float64 { return x.Crawl.PeakRSSMB })
+	r.frontier = med(func(x record) float64 { return x.Crawl.Frontier })
 	r.conns = med(func(x record) float64 { return x.Site.Total.NewConns })
 	r.inflight = med(func(x record) float64 { return x.Site.Total.MaxInflight })
 	r.minGap = med(func(x record) float64 { return x.Site.Total.MinGapMS })
@@ -202,6 +212,7 @@ var titles = map[string]string{
 	"politeness": "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
 	"rate":       "Rate accuracy (one host; ideal = 1 / Delay)",
 	"memory":     "Memory",
+	"storage":    "Frontier memory and Redis worker processes",
 }
 
 func write(w io.Writer, rows []*row) error {
@@ -213,6 +224,10 @@ func write(w io.Writer, rows []*row) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, sc := range scenarios {
+		if sc == "storage" {
+			writeStorage(bw, rows)
+			continue
+		}
 		polite := sc == "politeness" || sc == "rate"
 		title := titles[sc]
 		if title == "" {
@@ -252,4 +267,37 @@ func write(w io.Writer, rows []*row) error {
 		fmt.Fprintln(bw)
 	}
 	return bw.Flush()
+}
+
+// writeStorage writes the storage scenario's table: frontier size and peak
+// RSS of the frontier crawls, and the multi-process crawl's pages/s against
+// the same crawl with one process.
+func writeStorage(bw *bufio.Writer, rows []*row) {
+	fmt.Fprintf(bw, "### %s\n\n", titles["storage"])
+	fmt.Fprintln(bw, "| scenario | impl | procs | runs | pages | errors | dup fetches | frontier reached | wall s | pages/s | CPU s | peak RSS MB | pages/s ÷ 1 proc |")
+	fmt.Fprintln(bw, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		if r.scenario != "storage" {
+			continue
+		}
+		runs := fmt.Sprint(r.runs)
+		if r.failed > 0 {
+			runs += fmt.Sprintf(" (%d failed)", r.failed)
+		}
+		procs, frontier, vsOne := "1", "", ""
+		if r.procs > 0 {
+			procs = fmt.Sprint(r.procs)
+			for _, o := range rows {
+				if o.scenario == r.scenario && o.label == r.label && o.impl == r.impl && o.procs == 1 && o.pps > 0 {
+					vsOne = fmt.Sprintf("%.2f", r.pps/o.pps)
+				}
+			}
+		}
+		if r.frontier > 0 {
+			frontier = fmt.Sprintf("%.0f", r.frontier)
+		}
+		fmt.Fprintf(bw, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.2f | %.1f | %s |\n",
+			r.label, r.impl, procs, runs, r.pages, r.errs, r.dups, frontier, r.wall, r.pps, r.cpu, r.rss, vsOne)
+	}
+	fmt.Fprintln(bw)
 }

@@ -52,3 +52,30 @@ func TestReport(t *testing.T) {
 		t.Errorf("load(empty) error = nil, want an error")
 	}
 }
+
+func TestReportStorage(t *testing.T) {
+	lines := []string{
+		`{"scenario":"storage","label":"hubs","run":1,"crawl":{"impl":"magpie-frontier-sqlite","pages":300,"frontier":1000123,"peak_rss_mb":80},"site":{"total":{}}}`,
+		`{"scenario":"storage","label":"lat","run":1,"crawl":{"impl":"magpie-redis","procs":1,"pages":5000,"pages_per_s":100},"site":{"total":{}}}`,
+		`{"scenario":"storage","label":"lat","run":1,"crawl":{"impl":"magpie-redis","procs":3,"pages":5000,"pages_per_s":280},"site":{"total":{"duplicates":1}}}`,
+	}
+	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	var b strings.Builder
+	if err := write(&b, rows); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"### Frontier memory and Redis worker processes",
+		"| hubs | magpie-frontier-sqlite | 1 | 1 | 300 | 0 | 0 | 1000123 |",
+		"| lat | magpie-redis | 1 | 1 | 5000 | 0 | 0 |  | 0.00 | 100 | 0.00 | 0.0 | 1.00 |",
+		"| lat | magpie-redis | 3 | 1 | 5000 | 0 | 1 |  | 0.00 | 280 | 0.00 | 0.0 | 2.80 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("storage report lacks %q; got:\n%s", want, out)
+		}
+	}
+}

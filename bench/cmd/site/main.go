@@ -44,6 +44,8 @@ type config struct {
 	errorRate float64
 	hosts     int
 	robots    bool
+	frontier  int // hub mode when > 0: leaves behind the hub pages
+	hubLinks  int
 }
 
 func main() {
@@ -56,6 +58,8 @@ func main() {
 	flag.Float64Var(&cfg.errorRate, "error-rate", 0, "fraction of pages (fixed by the seed) answered with 500")
 	flag.IntVar(&cfg.hosts, "hosts", 1, "number of hosts, each a listener on its own port of 127.0.0.1")
 	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
+	flag.IntVar(&cfg.frontier, "frontier", 0, "hub mode: serve this many leaf URLs behind hub pages (see hubs.go); 0: the normal site")
+	flag.IntVar(&cfg.hubLinks, "hub-links", 5000, "hub mode: links per hub page")
 	flag.Parse()
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "site:", err)
@@ -80,6 +84,10 @@ func (c config) check() error {
 		return errors.New("-error-rate must be in [0, 1]")
 	case c.latency < 0:
 		return errors.New("-latency must not be negative")
+	case c.frontier < 0:
+		return errors.New("-frontier must not be negative")
+	case c.frontier > 0 && (c.hubLinks < 1 || c.hosts != 1):
+		return errors.New("-frontier needs -hub-links >= 1 and one host")
 	}
 	return nil
 }
@@ -167,6 +175,17 @@ func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
 		if r.URL.Path == "/robots.txt" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = w.Write(gen.robotsTxt())
+			return
+		}
+		if cfg.frontier > 0 {
+			body, ok := gen.hubPage(r.URL.Path)
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			_, _ = w.Write(body)
 			return
 		}
 		page, kind := gen.pageNumber(r.URL.Path)

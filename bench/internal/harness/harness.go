@@ -46,6 +46,12 @@ type Config struct {
 type Counters struct {
 	Pages  atomic.Int64 // 2xx responses
 	Errors atomic.Int64 // transport errors and non-2xx responses
+	// Frontier is the largest frontier (queued requests) the crawl saw;
+	// only the storage scenario's implementations set it.
+	Frontier atomic.Int64
+	// Procs is the number of worker processes the crawl ran, when it ran
+	// any (the storage scenario's multi-process crawl).
+	Procs atomic.Int64
 }
 
 // CrawlFunc crawls the site described by cfg until done or ctx ends.
@@ -61,6 +67,8 @@ type Result struct {
 	PagesPerS float64 `json:"pages_per_s"`
 	CPUS      float64 `json:"cpu_s"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Frontier  int64   `json:"frontier,omitempty"`
+	Procs     int64   `json:"procs,omitempty"`
 	TimedOut  bool    `json:"timed_out,omitempty"`
 	Err       string  `json:"err,omitempty"`
 }
@@ -106,6 +114,7 @@ func Main(impls map[string]CrawlFunc) {
 	res := Result{
 		Impl: *impl, P: cfg.P, Pages: n.Pages.Load(), Errors: n.Errors.Load(),
 		WallS: wall.Seconds(), TimedOut: timedOut,
+		Frontier: n.Frontier.Load(), Procs: n.Procs.Load(),
 	}
 	if wall > 0 {
 		res.PagesPerS = float64(res.Pages) / wall.Seconds()
@@ -114,6 +123,11 @@ func Main(impls map[string]CrawlFunc) {
 	if e := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); e == nil {
 		res.CPUS = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 		res.PeakRSSMB = float64(ru.Maxrss) / 1024 // Linux reports KiB
+	}
+	// Worker processes a crawl started and waited for count in its CPU time
+	// (their peak RSS is in their own result lines).
+	if e := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); e == nil {
+		res.CPUS += tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 	}
 	if err != nil {
 		res.Err = err.Error()
