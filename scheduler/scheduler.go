@@ -158,10 +158,19 @@ func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) er
 // Stop cancels in-flight work through the run's context, waits for every
 // goroutine the scheduler started, and records in Summary (and Leftovers) the
 // requests, responses and items still queued. It is allowed only when
-// started; a run already stopped by its context reports a *TransitionError.
+// started; a run that its context stopped reports a *TransitionError, once
+// its workers have exited.
 func (s *Scheduler[Req, Resp, Item]) Stop() error {
 	r := s.run.Load()
 	if err := s.stop(r); err != nil {
+		// The run may be stopping on its own, because its context ended:
+		// wait for its workers before refusing, so that no module call is
+		// still running when Stop returns, whoever stopped the run.
+		if r != nil && s.run.Load() == r {
+			if st := s.Status(); st == StatusStopping || st == StatusStopped {
+				<-r.done
+			}
+		}
 		return err
 	}
 	if r.stopAfter() {
