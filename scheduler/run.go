@@ -35,9 +35,13 @@ type run[Req, Resp, Item any] struct {
 	afterDone chan struct{} // closed when the context watcher has returned
 	wg        sync.WaitGroup
 
-	stopping    atomic.Bool   // set before cancel: workers hand back what they take
-	done        chan struct{} // closed once the run is stopped
-	stoppedBusy atomic.Bool   // Stop found work still pending
+	stopping atomic.Bool   // set before cancel: workers hand back what they take
+	done     chan struct{} // closed once the run is stopped
+	// shuttingDown is set by stop before it shuts the run down; a refused
+	// Stop waits for done only then (a status set by other means has no
+	// shutdown to wait for).
+	shuttingDown atomic.Bool
+	stoppedBusy  atomic.Bool // Stop found work still pending
 
 	leftMu sync.Mutex // guards left
 	left   Leftovers[Req, Resp, Item]

@@ -166,10 +166,8 @@ func (s *Scheduler[Req, Resp, Item]) Stop() error {
 		// The run may be stopping on its own, because its context ended:
 		// wait for its workers before refusing, so that no module call is
 		// still running when Stop returns, whoever stopped the run.
-		if r != nil && s.run.Load() == r {
-			if st := s.Status(); st == StatusStopping || st == StatusStopped {
-				<-r.done
-			}
+		if r != nil && r.shuttingDown.Load() {
+			<-r.done
 		}
 		return err
 	}
@@ -191,6 +189,7 @@ func (s *Scheduler[Req, Resp, Item]) stop(r *run[Req, Resp, Item]) error {
 		return &TransitionError{From: from, To: StatusStopping}
 	}
 	s.status.Store(int32(StatusStopping))
+	r.shuttingDown.Store(true)
 	s.mu.Unlock()
 
 	r.shutdown()
