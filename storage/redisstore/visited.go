@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/magpiecrawl/magpie/storage"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -96,14 +97,14 @@ func (s *Store) GetCookies(ctx context.Context, u *url.URL) (string, error) {
 	if err := s.check(); err != nil {
 		return "", err
 	}
-	stored, err := s.rdb.Get(ctx, s.key("c:"+cookieHost(u))).Result()
+	stored, err := s.rdb.Get(ctx, s.key("c:"+storage.CookieHost(u))).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
 	if err != nil {
 		return "", s.wrap("get cookies", err)
 	}
-	return selectCookies(stored, u, time.Now()), nil
+	return storage.SelectCookies(stored, u, time.Now()), nil
 }
 
 // maxCookieRetries bounds PutCookies' optimistic retries when other
@@ -118,13 +119,13 @@ func (s *Store) PutCookies(ctx context.Context, u *url.URL, cookies string) erro
 	if err := s.check(); err != nil {
 		return err
 	}
-	key := s.key("c:" + cookieHost(u))
+	key := s.key("c:" + storage.CookieHost(u))
 	txf := func(tx *redis.Tx) error {
 		stored, err := tx.Get(ctx, key).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		merged := mergeCookies(stored, cookies, time.Now())
+		merged := storage.MergeCookies(stored, cookies, time.Now())
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if merged == "" {
 				p.Del(ctx, key)

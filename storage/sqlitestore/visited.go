@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // visitedChunk bounds the rows of one INSERT, well under SQLite's limit
@@ -137,14 +139,14 @@ func (s *Store) GetCookies(ctx context.Context, u *url.URL) (string, error) {
 		return "", err
 	}
 	var stored string
-	err := s.db.QueryRowContext(ctx, "SELECT data FROM cookies WHERE host = ?", cookieHost(u)).Scan(&stored)
+	err := s.db.QueryRowContext(ctx, "SELECT data FROM cookies WHERE host = ?", storage.CookieHost(u)).Scan(&stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
 		return "", s.wrap("get cookies", err)
 	}
-	return selectCookies(stored, u, time.Now()), nil
+	return storage.SelectCookies(stored, u, time.Now()), nil
 }
 
 // PutCookies implements storage.CookieStore: it merges newline-joined
@@ -154,14 +156,14 @@ func (s *Store) PutCookies(ctx context.Context, u *url.URL, cookies string) erro
 	if err := s.check(); err != nil {
 		return err
 	}
-	host := cookieHost(u)
+	host := storage.CookieHost(u)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var stored string
 		err := tx.QueryRowContext(ctx, "SELECT data FROM cookies WHERE host = ?", host).Scan(&stored)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		merged := mergeCookies(stored, cookies, time.Now())
+		merged := storage.MergeCookies(stored, cookies, time.Now())
 		if merged == "" {
 			_, err = tx.ExecContext(ctx, "DELETE FROM cookies WHERE host = ?", host)
 			return err

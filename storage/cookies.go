@@ -1,4 +1,4 @@
-package redisstore
+package storage
 
 import (
 	"net/http"
@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// The cookie format is storage.Storage's: newline-joined Set-Cookie lines,
-// kept per host name (the port does not scope cookies). A host's line set
-// is merged by cookie name, new values first, as Colly's storage-backed jar
-// does, and the store does the jar's remaining work itself: deleted and
-// expired cookies are dropped, Max-Age becomes an absolute Expires when
-// stored, and reading applies path and Secure scoping.
+// Cookie helpers for stores that keep cookies as text, in Storage's format:
+// newline-joined Set-Cookie lines, kept per host name (the port does not
+// scope cookies). A host's lines are merged by cookie name, new values
+// first, as Colly's storage-backed jar does, and the helpers do the jar's
+// remaining work: deleted and expired cookies are dropped, Max-Age becomes
+// an absolute Expires when stored, and reading applies path and Secure
+// scoping. The durable stores (sqlitestore, redisstore) share them.
 
-// cookieHost is the key cookies for u are stored under.
-func cookieHost(u *url.URL) string { return strings.ToLower(u.Hostname()) }
+// CookieHost is the key a store keeps the cookies for u under: the
+// lowercased host name, without the port.
+func CookieHost(u *url.URL) string { return strings.ToLower(u.Hostname()) }
 
 // parseCookies parses Set-Cookie lines, skipping lines that do not parse:
 // a bad cookie from a server must not lose the good ones.
@@ -36,8 +38,9 @@ func expired(c *http.Cookie, now time.Time) bool {
 	return c.MaxAge < 0 || (!c.Expires.IsZero() && !c.Expires.After(now))
 }
 
-// mergeCookies merges incoming Set-Cookie lines into a host's stored lines.
-func mergeCookies(stored, incoming string, now time.Time) string {
+// MergeCookies merges incoming Set-Cookie lines into a host's stored lines
+// and returns the lines to store; now dates Max-Age and drops expired cookies.
+func MergeCookies(stored, incoming string, now time.Time) string {
 	in := parseCookies(incoming)
 	seen := make(map[string]bool, len(in))
 	var keep []*http.Cookie
@@ -66,9 +69,9 @@ func mergeCookies(stored, incoming string, now time.Time) string {
 	return strings.Join(lines, "\n")
 }
 
-// selectCookies returns the stored cookies to send to u, as "name=value"
+// SelectCookies returns the stored cookies to send to u, as "name=value"
 // lines: unexpired, path-matching, and Secure ones only over https.
-func selectCookies(stored string, u *url.URL, now time.Time) string {
+func SelectCookies(stored string, u *url.URL, now time.Time) string {
 	var b strings.Builder
 	for _, c := range parseCookies(stored) {
 		if expired(c, now) || (c.Secure && u.Scheme != "https") || !pathMatch(c.Path, u.Path) {
