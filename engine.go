@@ -274,7 +274,7 @@ func (r *run) finish(req *Request, err error) {
 	if req.root != nil {
 		req.root.err = err
 	}
-	r.front.finish(req, !stopped)
+	r.front.finish(r.ctx, req, !stopped)
 	r.settled()
 }
 
@@ -508,7 +508,7 @@ func (r *run) maybeRetry(resp *Response) bool {
 		return false
 	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
-	if err := r.front.retry(req, time.Now().Add(delay)); err != nil {
+	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
 		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
