@@ -392,11 +392,12 @@ var errRefused = errors.New("refused")
 // as is (next backs off); a visited-set failure during admission keeps the
 // entry leased and retries the admission until ctx ends.
 func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
+	started := time.Now()
 	es, err := f.q.Lease(ctx, 1, queueLeaseTTL)
 	if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
 		return nil, err
 	}
-	f.out.recovered("lease")
+	f.out.recovered("lease", started)
 	if len(es) == 0 {
 		return nil, storage.ErrQueueEmpty
 	}
@@ -452,11 +453,12 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 // fails: a storage outage must not refuse (and so lose) the entry.
 func (f *queueFrontier) admitLeased(ctx context.Context, req *Request) error {
 	for attempt := 1; ; attempt++ {
+		started := time.Now()
 		err := f.c.admit(ctx, f.cfg, req)
 		var se *StorageError
 		if !errors.As(err, &se) || ctx.Err() != nil {
 			if err == nil && attempt > 1 {
-				f.out.recovered("visited")
+				f.out.recovered("visited", started)
 			}
 			return err
 		}
@@ -496,11 +498,12 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	if busy {
 		return false, nil
 	}
+	started := time.Now()
 	l, err := f.q.Len(ctx)
 	if err != nil {
 		return false, err
 	}
-	f.out.recovered("len")
+	f.out.recovered("len", started)
 	return l.Total() == 0, nil
 }
 
@@ -604,7 +607,10 @@ type outages struct {
 
 // outage is one kind of operation failing since a time.
 type outage struct {
-	since    time.Time
+	since time.Time
+	// last is the time of the latest failure: only a success that started
+	// after it ends the outage, not one that was in flight when it began.
+	last     time.Time
 	failures int
 }
 
@@ -615,15 +621,18 @@ func newOutages(c *Collector) *outages {
 // failed records the attempt-th consecutive failure of op (req may be nil).
 func (o *outages) failed(op string, attempt int, err error, req *Request) {
 	o.mu.Lock()
+	now := time.Now()
 	st, known := o.failing[op]
 	if !known {
-		st = &outage{since: time.Now()}
+		st = &outage{since: now}
 		o.failing[op] = st
 		o.n.Add(1)
 	}
 	st.failures++
+	st.last = now
+	failures := st.failures
 	o.mu.Unlock()
-	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "url", urlString(req), "err", err)
+	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "failures", failures, "url", urlString(req), "err", err)
 	if known {
 		return
 	}
@@ -636,13 +645,15 @@ func (o *outages) failed(op string, attempt int, err error, req *Request) {
 	o.c.withCallbackMark(func() { o.c.handleOnError(resp, &StorageError{Op: op, Err: err}) })
 }
 
-// recovered records a success of op, ending its outage if it had one.
-func (o *outages) recovered(op string) {
+// recovered records a success of op that started at started, ending its
+// outage if it had one.
+func (o *outages) recovered(op string, started time.Time) {
 	if o.n.Load() == 0 {
 		return
 	}
 	o.mu.Lock()
 	st, ok := o.failing[op]
+	ok = ok && started.After(st.last)
 	if ok {
 		delete(o.failing, op)
 		o.n.Add(-1)
@@ -659,9 +670,10 @@ func (o *outages) recovered(op string) {
 // when the run is stopping, because what it stores would be lost otherwise.
 func (o *outages) persist(ctx context.Context, op string, req *Request, do func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
+		started := time.Now()
 		err := do(context.WithoutCancel(ctx))
 		if err == nil {
-			o.recovered(op)
+			o.recovered(op, started)
 			return nil
 		}
 		if !transientStorageError(err) {
