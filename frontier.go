@@ -238,6 +238,9 @@ type queueFrontier struct {
 	ahead int
 	// wake has room for one value: finish signals a waiting next.
 	wake chan struct{}
+	// reclaim is set when a Lease failed: its reply may have been lost
+	// after the storage granted entries. Only the feeder (next) uses it.
+	reclaim bool
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -393,8 +396,12 @@ var errRefused = errors.New("refused")
 // entry leased and retries the admission until ctx ends.
 func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	started := time.Now()
+	if err := f.reclaimLost(ctx); err != nil {
+		return nil, err
+	}
 	es, err := f.q.Lease(ctx, 1, queueLeaseTTL)
 	if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
+		f.reclaim = true
 		return nil, err
 	}
 	f.out.recovered("lease", started)
@@ -447,6 +454,38 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	f.inflight++
 	f.mu.Unlock()
 	return req, nil
+}
+
+// leaseReclaimer is implemented by queues that can take back the leases a
+// consumer was granted and never heard of, because the reply of its Lease
+// was lost when the connection broke. Without it such an entry waits for
+// its lease to expire (queueLeaseTTL) before anyone fetches it.
+type leaseReclaimer interface {
+	// ReleaseUnheld releases, ready now, every entry leased to this
+	// consumer except those whose lease IDs are in held.
+	ReleaseUnheld(ctx context.Context, held []string) error
+}
+
+// reclaimLost releases the entries a failed Lease may have been granted.
+// It runs in the feeder before the next Lease, so no Lease of this
+// consumer is in flight; the held leases are those the frontier knows.
+func (f *queueFrontier) reclaimLost(ctx context.Context) error {
+	r, ok := f.q.(leaseReclaimer)
+	if !f.reclaim || !ok {
+		f.reclaim = false
+		return nil
+	}
+	f.mu.Lock()
+	held := make([]string, 0, len(f.leased))
+	for id := range f.leased {
+		held = append(held, id)
+	}
+	f.mu.Unlock()
+	if err := r.ReleaseUnheld(ctx, held); err != nil {
+		return err
+	}
+	f.reclaim = false
+	return nil
 }
 
 // admitLeased admits a leased request, retrying while the visited set
