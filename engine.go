@@ -563,7 +563,20 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // refused as visited when it comes back; its next delivery counts as one
 // more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
 // its entry is released with a not-before time, so it holds no worker,
-// survives a crash and keeps its place. The error joins ctx's error with one error per
+// survives a crash and keeps its place.
+//
+// A failing storage (Redis down or restarting) pauses the crawl rather than
+// losing work: each failed operation (push, lease, ack, release, len, the
+// visited set) is retried with jittered backoff growing to 5 s, until it
+// succeeds or the run stops. OnError gets one *StorageError
+// (errors.Is ErrStorageUnavailable) per kind of operation when an outage
+// begins, the logger a Warn per retry and an Info on recovery. A link that
+// cannot be stored before the run stops makes its parent's entry released
+// instead of acknowledged, so the parent is fetched again later and finds it
+// again. An outage does not end the run: RunQueue returns nil once the
+// storage is back and the queue is drained.
+//
+// The error joins ctx's error with one error per
 // undecodable entry (each acknowledged and dropped, errors.Is
 // ErrUndecodableRequest). Failed requests go to OnError, not here.
 func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {

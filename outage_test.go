@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,12 +33,15 @@ type flakyQueue struct {
 	fail  map[string]int
 	down  map[string]bool
 	calls map[string]int
+	// granted holds the leases the memory queue granted and nobody
+	// acknowledged or released, for ReleaseUnheld.
+	granted map[string]bool
 	// failed receives the op of every injected failure, when not nil.
 	failed chan string
 }
 
 func newFlakyQueue() *flakyQueue {
-	return &flakyQueue{MemoryQueue: storage.NewMemoryQueue(0), fail: map[string]int{}, down: map[string]bool{}, calls: map[string]int{}}
+	return &flakyQueue{MemoryQueue: storage.NewMemoryQueue(0), fail: map[string]int{}, down: map[string]bool{}, calls: map[string]int{}, granted: map[string]bool{}}
 }
 
 func (q *flakyQueue) inject(op string) error {
@@ -75,13 +80,29 @@ func (q *flakyQueue) Lease(ctx context.Context, n int, ttl time.Duration) ([]sto
 	if err := q.inject("lease"); err != nil {
 		return nil, err
 	}
-	return q.MemoryQueue.Lease(ctx, n, ttl)
+	es, err := q.MemoryQueue.Lease(ctx, n, ttl)
+	q.mu.Lock()
+	for _, e := range es {
+		q.granted[e.ID] = true
+	}
+	q.mu.Unlock()
+	// "lostlease" fails after the entries were granted, as a Lease whose
+	// reply the network lost.
+	if err == nil {
+		err = q.inject("lostlease")
+	}
+	return es, err
 }
 
 func (q *flakyQueue) Ack(ctx context.Context, ids ...string) error {
 	if err := q.inject("ack"); err != nil {
 		return err
 	}
+	q.mu.Lock()
+	for _, id := range ids {
+		delete(q.granted, id)
+	}
+	q.mu.Unlock()
 	return q.MemoryQueue.Ack(ctx, ids...)
 }
 
@@ -89,7 +110,31 @@ func (q *flakyQueue) Release(ctx context.Context, id string, notBefore time.Time
 	if err := q.inject("release"); err != nil {
 		return err
 	}
+	q.mu.Lock()
+	delete(q.granted, id)
+	q.mu.Unlock()
 	return q.MemoryQueue.Release(ctx, id, notBefore)
+}
+
+// ReleaseUnheld implements the frontier's leaseReclaimer.
+func (q *flakyQueue) ReleaseUnheld(ctx context.Context, held []string) error {
+	if err := q.inject("reclaim"); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	var lost []string
+	for id := range q.granted {
+		if !slices.Contains(held, id) {
+			lost = append(lost, id)
+		}
+	}
+	q.mu.Unlock()
+	for _, id := range lost {
+		if err := q.Release(ctx, id, time.Time{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (q *flakyQueue) Len(ctx context.Context) (storage.QueueLen, error) {
@@ -231,7 +276,8 @@ func TestRunQueueSurvivesStorageFailures(t *testing.T) {
 	tests := []struct {
 		op      string
 		fails   int
-		visited bool // fail the visited set instead of the queue
+		visited    bool   // fail the visited set instead of the queue
+		reportedAs string // the StorageError's Op, when not op
 	}{
 		// Enough failures that one goroutine sees a second attempt even
 		// when several share them.
@@ -239,6 +285,9 @@ func TestRunQueueSurvivesStorageFailures(t *testing.T) {
 		{op: "lease", fails: 4},
 		{op: "ack", fails: 9},
 		{op: "len", fails: 3},
+		// The entries of lost Lease replies stay leased for the lease TTL
+		// (minutes) unless the frontier takes them back.
+		{op: "lostlease", fails: 3, reportedAs: "lease"},
 		{op: "visited", fails: 3, visited: true},
 	}
 	for _, tt := range tests {
@@ -291,8 +340,9 @@ func TestRunQueueSurvivesStorageFailures(t *testing.T) {
 				t.Fatalf("RunQueue() error = %v, want nil", err)
 			}
 			site.check(t)
-			if got := se.ops(); len(got) != 1 || got[0] != tt.op {
-				t.Errorf("OnError storage errors = %v, want one for %q", got, tt.op)
+			want := cmp.Or(tt.reportedAs, tt.op)
+			if got := se.ops(); len(got) != 1 || got[0] != want {
+				t.Errorf("OnError storage errors = %v, want one for %q", got, want)
 			}
 			for _, e := range se.errs {
 				if !errors.Is(e, ErrStorageUnavailable) || !errors.Is(e, errFlaky) {
@@ -300,11 +350,11 @@ func TestRunQueueSurvivesStorageFailures(t *testing.T) {
 				}
 			}
 			out := logs.String()
-			if !strings.Contains(out, "level=WARN msg=\"storage failing; retrying\" op="+tt.op) || !strings.Contains(out, "attempt=2") {
-				t.Errorf("logs lack a Warn per retry of %s with its attempt:\n%s", tt.op, out)
+			if !strings.Contains(out, "level=WARN msg=\"storage failing; retrying\" op="+want) || !strings.Contains(out, "attempt=2") {
+				t.Errorf("logs lack a Warn per retry of %s with its attempt:\n%s", want, out)
 			}
-			if !strings.Contains(out, "level=INFO msg=\"storage recovered\" op="+tt.op) {
-				t.Errorf("logs lack the Info of the recovery of %s:\n%s", tt.op, out)
+			if !strings.Contains(out, "level=INFO msg=\"storage recovered\" op="+want) {
+				t.Errorf("logs lack the Info of the recovery of %s:\n%s", want, out)
 			}
 			if l, err := q.MemoryQueue.Len(t.Context()); err != nil || l.Total() != 0 {
 				t.Errorf("queue after the crawl: Len() = %+v, %v, want empty", l, err)
