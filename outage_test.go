@@ -274,8 +274,8 @@ func (b *syncBuffer) String() string {
 func TestRunQueueSurvivesStorageFailures(t *testing.T) {
 	const pages = 60
 	tests := []struct {
-		op      string
-		fails   int
+		op         string
+		fails      int
 		visited    bool   // fail the visited set instead of the queue
 		reportedAs string // the StorageError's Op, when not op
 	}{
