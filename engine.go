@@ -364,7 +364,16 @@ func (r *run) shutdown() {
 		r.gate.Close()
 		r.wg.Wait()
 		if err := r.sched.Stop(); err != nil {
-			r.c.logger.Warn("stopping scheduler", "err", err)
+			var te *scheduler.TransitionError
+			if errors.As(err, &te) && te.From == scheduler.StatusStopping {
+				// The scheduler saw r.ctx end and is stopping itself. Wait
+				// for its workers: a request they still finish must settle
+				// its queue entry before front.close, and none may outlive
+				// the run.
+				_ = r.sched.Wait(context.Background())
+			} else {
+				r.c.logger.Warn("stopping scheduler", "err", err)
+			}
 		}
 		if r.queueMode {
 			r.analyzeLeftovers()
