@@ -512,3 +512,65 @@ func TestPersist(t *testing.T) {
 		})
 	}
 }
+
+// TestRunQueueRetriesFailingRelease has the release of a retried request's
+// entry (RetryPolicy) fail a few times: the retry still happens once the
+// storage takes the release, and the outage reaches OnError once.
+func TestRunQueueRetriesFailingRelease(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		n := hits[r.URL.Path]
+		mu.Unlock()
+		if r.URL.Path == "/flaky" && n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/flaky">flaky</a>`)
+	}))
+	defer srv.Close()
+	logs := &syncBuffer{}
+	c, se := newOutageCollector(t, logs)
+	RetryPolicy(RetryOptions{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond})(c)
+	var final []error
+	c.OnError(func(_ *Response, err error) {
+		if !errors.Is(err, ErrStorageUnavailable) {
+			mu.Lock()
+			final = append(final, err)
+			mu.Unlock()
+		}
+	})
+	q := newFlakyQueue()
+	q.fail["release"] = 3
+	req, err := c.newRequest(srv.URL+"/", http.MethodGet, 1, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := req.Marshal()
+	if err := q.MemoryQueue.Push(t.Context(), data); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.RunQueue(ctx, q, 2); err != nil {
+		t.Fatalf("RunQueue() error = %v, want nil\n%s", err, logs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hits["/flaky"] != 2 {
+		t.Errorf("/flaky fetched %d times, want 2 (the 503, then the retry)", hits["/flaky"])
+	}
+	// "/flaky" links to itself: the second fetch's link is refused as visited.
+	for _, err := range final {
+		var av *AlreadyVisitedError
+		if !errors.As(err, &av) {
+			t.Errorf("OnError got %v, want no failure but a revisit refusal", err)
+		}
+	}
+	if got := se.ops(); len(got) != 1 || got[0] != "release" {
+		t.Errorf("OnError storage errors = %v, want one for release", got)
+	}
+}
