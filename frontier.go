@@ -631,48 +631,63 @@ func transientStorageError(err error) bool {
 		!errors.Is(err, ErrUndecodableRequest)
 }
 
+// outageQuiet is how long an operation must go without failing before its
+// next failure counts as a new outage. A storage coming back flaps (pooled
+// connections work while new ones are still refused), and a continuous
+// outage fails at least every storageBackoffMax: one outage, one report.
+const outageQuiet = 2 * storageBackoffMax
+
 // outages tracks the storage operations that are failing, so that an
 // outage is reported once per kind of operation (OnError and a Warn), each
 // retry at Warn with its attempt count, and the recovery at Info. It is
 // safe for concurrent use.
 type outages struct {
 	c *Collector
-	// n counts the kinds failing, so that a success skips the lock.
-	n atomic.Int32
-	// mu guards failing.
-	mu      sync.Mutex
-	failing map[string]*outage
+	// down counts the kinds failing now, so that a success skips the lock.
+	down atomic.Int32
+	// mu guards ops.
+	mu  sync.Mutex
+	ops map[string]*outage
 }
 
-// outage is one kind of operation failing since a time.
+// outage is the latest outage of one kind of operation.
 type outage struct {
 	since time.Time
 	// last is the time of the latest failure: only a success that started
 	// after it ends the outage, not one that was in flight when it began.
 	last     time.Time
 	failures int
+	// down is set from a failure to the next success that started after it.
+	down bool
 }
 
 func newOutages(c *Collector) *outages {
-	return &outages{c: c, failing: map[string]*outage{}}
+	return &outages{c: c, ops: map[string]*outage{}}
 }
 
 // failed records the attempt-th consecutive failure of op (req may be nil).
 func (o *outages) failed(op string, attempt int, err error, req *Request) {
 	o.mu.Lock()
 	now := time.Now()
-	st, known := o.failing[op]
-	if !known {
-		st = &outage{since: now}
-		o.failing[op] = st
-		o.n.Add(1)
+	st := o.ops[op]
+	fresh := st == nil || (!st.down && now.Sub(st.last) >= outageQuiet)
+	if st == nil {
+		st = &outage{}
+		o.ops[op] = st
+	}
+	if fresh {
+		st.since, st.failures = now, 0
+	}
+	if !st.down {
+		st.down = true
+		o.down.Add(1)
 	}
 	st.failures++
 	st.last = now
 	failures := st.failures
 	o.mu.Unlock()
 	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "failures", failures, "url", urlString(req), "err", err)
-	if known {
+	if !fresh {
 		return
 	}
 	if req == nil {
@@ -687,19 +702,22 @@ func (o *outages) failed(op string, attempt int, err error, req *Request) {
 // recovered records a success of op that started at started, ending its
 // outage if it had one.
 func (o *outages) recovered(op string, started time.Time) {
-	if o.n.Load() == 0 {
+	if o.down.Load() == 0 {
 		return
 	}
 	o.mu.Lock()
-	st, ok := o.failing[op]
-	ok = ok && started.After(st.last)
+	st := o.ops[op]
+	ok := st != nil && st.down && started.After(st.last)
+	var failures int
+	var since time.Time
 	if ok {
-		delete(o.failing, op)
-		o.n.Add(-1)
+		st.down = false
+		o.down.Add(-1)
+		failures, since = st.failures, st.since
 	}
 	o.mu.Unlock()
 	if ok {
-		o.c.logger.Info("storage recovered", "op", op, "failures", st.failures, "duration", time.Since(st.since))
+		o.c.logger.Info("storage recovered", "op", op, "failures", failures, "duration", time.Since(since))
 	}
 }
 

@@ -574,3 +574,42 @@ func TestRunQueueRetriesFailingRelease(t *testing.T) {
 		t.Errorf("OnError storage errors = %v, want one for release", got)
 	}
 }
+
+// TestOutagesFlapping checks that a storage that flaps while it comes back
+// is one outage (one OnError), and that a failure after outageQuiet of
+// calm is a new one.
+func TestOutagesFlapping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCollector()
+		onErr := 0
+		c.OnError(func(*Response, error) { onErr++ })
+		o := newOutages(c)
+		step := func(fail bool) {
+			time.Sleep(time.Millisecond) // virtual time stands still between calls
+			started := time.Now()
+			time.Sleep(time.Millisecond)
+			if fail {
+				o.failed("push", 1, errFlaky, nil)
+			} else {
+				o.recovered("push", started)
+			}
+		}
+		for _, fail := range []bool{true, false, true, false, true, false} {
+			step(fail)
+		}
+		if onErr != 1 {
+			t.Fatalf("OnError called %d times for a flapping outage, want 1", onErr)
+		}
+		time.Sleep(outageQuiet)
+		step(true)
+		if onErr != 2 {
+			t.Errorf("OnError called %d times after a new outage, want 2", onErr)
+		}
+		// A success that was in flight when the failure came does not end it.
+		started := time.Now().Add(-time.Second)
+		o.recovered("push", started)
+		if o.down.Load() != 1 {
+			t.Errorf("an older success ended the outage: %d kinds down, want 1", o.down.Load())
+		}
+	})
+}

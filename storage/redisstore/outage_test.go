@@ -304,8 +304,8 @@ func TestCrawlSurvivesRedisOutage(t *testing.T) {
 		t.Errorf("OnError saw no StorageError during the outage")
 	}
 	for op, n := range storageErrs {
-		if n > 2 {
-			t.Errorf("OnError saw %d StorageErrors for %q, want one per outage (flapping allows 2)", n, op)
+		if n != 1 {
+			t.Errorf("OnError saw %d StorageErrors for %q, want one for the outage", n, op)
 		}
 	}
 	out := logs.String()
