@@ -3,6 +3,7 @@ package magpie
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -439,6 +440,11 @@ func (c *Collector) submitChild(req *Request) error {
 	_, err := c.enter(cfg, req)
 	if err != nil {
 		c.logRefusal(req, err)
+		if req.deferMark && errors.Is(err, ErrStorageUnavailable) {
+			// The outage reached OnError when it began, and the link is not
+			// lost: its parent's entry goes back to the queue.
+			return err
+		}
 		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
 	}
 	return err

@@ -274,7 +274,7 @@ func (r *run) finish(req *Request, err error) {
 	if req.root != nil {
 		req.root.err = err
 	}
-	r.front.finish(req, !stopped)
+	r.front.finish(r.ctx, req, !stopped)
 	r.settled()
 }
 
@@ -364,7 +364,16 @@ func (r *run) shutdown() {
 		r.gate.Close()
 		r.wg.Wait()
 		if err := r.sched.Stop(); err != nil {
-			r.c.logger.Warn("stopping scheduler", "err", err)
+			var te *scheduler.TransitionError
+			if errors.As(err, &te) && te.From == scheduler.StatusStopping {
+				// The scheduler saw r.ctx end and is stopping itself. Wait
+				// for its workers: a request they still finish must settle
+				// its queue entry before front.close, and none may outlive
+				// the run.
+				_ = r.sched.Wait(context.Background())
+			} else {
+				r.c.logger.Warn("stopping scheduler", "err", err)
+			}
 		}
 		if r.queueMode {
 			r.analyzeLeftovers()
@@ -508,7 +517,7 @@ func (r *run) maybeRetry(resp *Response) bool {
 		return false
 	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
-	if err := r.front.retry(req, time.Now().Add(delay)); err != nil {
+	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
 		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
@@ -563,7 +572,20 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // refused as visited when it comes back; its next delivery counts as one
 // more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
 // its entry is released with a not-before time, so it holds no worker,
-// survives a crash and keeps its place. The error joins ctx's error with one error per
+// survives a crash and keeps its place.
+//
+// A failing storage (Redis down or restarting) pauses the crawl rather than
+// losing work: each failed operation (push, lease, ack, release, len, the
+// visited set) is retried with jittered backoff growing to 5 s, until it
+// succeeds or the run stops. OnError gets one *StorageError
+// (errors.Is ErrStorageUnavailable) per kind of operation when an outage
+// begins, the logger a Warn per retry and an Info on recovery. A link that
+// cannot be stored before the run stops makes its parent's entry released
+// instead of acknowledged, so the parent is fetched again later and finds it
+// again. An outage does not end the run: RunQueue returns nil once the
+// storage is back and the queue is drained.
+//
+// The error joins ctx's error with one error per
 // undecodable entry (each acknowledged and dropped, errors.Is
 // ErrUndecodableRequest). Failed requests go to OnError, not here.
 func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {

@@ -133,3 +133,29 @@ func (e *RetryError) Error() string {
 
 // Unwrap returns the last attempt's error.
 func (e *RetryError) Unwrap() error { return e.Err }
+
+// ErrStorageUnavailable is wrapped by every *StorageError: a storage
+// operation (the queue or the visited set) failed, and magpie retries it
+// with backoff rather than lose the work. Branch on it with errors.Is.
+var ErrStorageUnavailable = errors.New("storage unavailable")
+
+// StorageError reports a failed storage operation during a crawl. OnError
+// receives one per kind of operation (Op) when a storage outage begins, not
+// one per retry; the logger gets a Warn per retry and an Info on recovery.
+// errors.Is(err, ErrStorageUnavailable) holds, and so does errors.Is against
+// Err.
+type StorageError struct {
+	// Op names the operation: "push", "lease", "ack", "release", "len" or
+	// "visited".
+	Op string
+	// Err is the storage's error.
+	Err error
+}
+
+// Error implements error.
+func (e *StorageError) Error() string {
+	return fmt.Sprintf("storage %s: %v", e.Op, e.Err)
+}
+
+// Unwrap returns ErrStorageUnavailable and the storage's error.
+func (e *StorageError) Unwrap() []error { return []error{ErrStorageUnavailable, e.Err} }

@@ -197,12 +197,16 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
 	if req.deferMark {
 		if req.checkRevisit && !cfg.allowRevisit {
+			// This check only saves queue space; the lease checks for good.
+			// A failing visited set must not refuse the link (its parent's
+			// entry is acknowledged, so nothing would find it again): it is
+			// queued, at worst as a duplicate the lease refuses.
 			seen, err := c.storage().IsVisited(req.visitKey)
-			if err != nil {
-				return fmt.Errorf("visited set: %w", err)
-			}
-			if seen {
+			if err == nil && seen {
 				return &AlreadyVisitedError{Destination: req.URL}
+			}
+			if err != nil && c.debugEnabled() {
+				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.String(), "err", err)
 			}
 		}
 		return nil
@@ -217,7 +221,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		if err == nil && !added && !req.ownsMark {
 			err = &AlreadyVisitedError{Destination: req.URL}
 		} else if err != nil {
-			err = fmt.Errorf("visited set: %w", err)
+			err = &StorageError{Op: "visited", Err: err}
 		}
 		if err != nil {
 			if slot {

@@ -4,8 +4,12 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
@@ -25,12 +29,14 @@ type frontier interface {
 	// next blocks until a request is ready, or ctx ends, or the frontier is done.
 	next(ctx context.Context) (*Request, error)
 	// retry finishes this try of req, a request from next, and has it tried
-	// again at notBefore.
-	retry(req *Request, notBefore time.Time) error
+	// again at notBefore. A durable frontier retries storage failures until
+	// ctx (the run's) ends.
+	retry(ctx context.Context, req *Request, notBefore time.Time) error
 	// finish reports that a request from next (or from push, for requests
 	// never handed out) is completely processed; ok false means it failed
-	// because the run stopped, so a durable frontier should keep it.
-	finish(req *Request, ok bool)
+	// because the run stopped, so a durable frontier should keep it. A
+	// durable frontier retries storage failures until ctx (the run's) ends.
+	finish(ctx context.Context, req *Request, ok bool)
 	// idle is closed when nothing is pending; it is replaced by a fresh
 	// channel when work arrives again.
 	idle() <-chan struct{}
@@ -140,7 +146,7 @@ func (f *memFrontier) next(ctx context.Context) (*Request, error) {
 
 // retry pushes a copy of req that takes over its visited marks, then
 // finishes req.
-func (f *memFrontier) retry(req *Request, notBefore time.Time) error {
+func (f *memFrontier) retry(ctx context.Context, req *Request, notBefore time.Time) error {
 	n, err := req.retryCopy()
 	if err != nil {
 		return err
@@ -150,11 +156,11 @@ func (f *memFrontier) retry(req *Request, notBefore time.Time) error {
 		return err
 	}
 	req.marked, req.redirectKeys = false, nil
-	f.finish(req, true)
+	f.finish(ctx, req, true)
 	return nil
 }
 
-func (f *memFrontier) finish(*Request, bool) {
+func (f *memFrontier) finish(context.Context, *Request, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count--
@@ -216,15 +222,25 @@ const queueLeaseTTL = 5 * time.Minute
 // (Entry.Deliveries > 1) is the same request coming back: it keeps the
 // MaxRequests slot and takes over the visited mark of its first delivery
 // instead of being refused as already visited.
+//
+// A storage that fails (Redis down or restarting) pauses the crawl instead
+// of losing work: every operation is retried with backoff until it succeeds
+// or the run stops (see outages). A link that still cannot be pushed when
+// the run stops makes its parent's entry released rather than acknowledged,
+// so that the parent's callbacks run again and find the link again.
 type queueFrontier struct {
 	c      *Collector
 	cfg    *config
 	q      storage.Queue
 	notify <-chan struct{}
+	out    *outages
 	// ahead is the most entries leased and not yet finished.
 	ahead int
 	// wake has room for one value: finish signals a waiting next.
 	wake chan struct{}
+	// reclaim is set when a Lease failed: its reply may have been lost
+	// after the storage granted entries. Only the feeder (next) uses it.
+	reclaim bool
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -234,7 +250,7 @@ type queueFrontier struct {
 }
 
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
-	f := &queueFrontier{c: c, cfg: cfg, q: q, ahead: 2 * workers, wake: make(chan struct{}, 1), leased: map[string]*Request{}}
+	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), ahead: 2 * workers, wake: make(chan struct{}, 1), leased: map[string]*Request{}}
 	if n, ok := q.(storage.QueueNotifier); ok {
 		f.notify = n.Notify()
 	}
@@ -248,9 +264,11 @@ func (f *queueFrontier) signal() {
 	}
 }
 
-// push stores an admitted request. The push outlives the run's context: a
-// callback that discovers a link while the run stops must still get it into
-// the storage, because its parent is acknowledged and will not run again.
+// push stores an admitted request, retrying a failing storage until ctx
+// (the run's) ends. The first try outlives ctx: a callback that discovers a
+// link while the run stops must still get it into the storage. When the
+// storage stays down, the request's parent (if any) is marked so that its
+// entry is released instead of acknowledged, and the link is found again.
 func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) error {
 	// A deferred request is admitted for good when its entry is leased.
 	req.admitted = !req.deferMark
@@ -258,17 +276,26 @@ func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) err
 	if err != nil {
 		return err
 	}
-	return f.q.Push(context.WithoutCancel(ctx), data)
+	err = f.out.persist(ctx, "push", req, func(ctx context.Context) error { return f.q.Push(ctx, data) })
+	if err != nil && req.parent != nil && errors.Is(err, ErrStorageUnavailable) {
+		req.parent.lostChild.Store(true)
+	}
+	return err
 }
 
 // retry releases req's entry with a not-before time: the waiting retry holds
 // no worker, survives a crash, and keeps its place among the entries. Its
 // next delivery counts as the next attempt (see lease).
-func (f *queueFrontier) retry(req *Request, notBefore time.Time) error {
+func (f *queueFrontier) retry(ctx context.Context, req *Request, notBefore time.Time) error {
 	if req.leaseID == "" {
 		return errors.New("retry of a request that has no queue lease")
 	}
-	if err := f.q.Release(context.Background(), req.leaseID, notBefore); err != nil {
+	if req.lostChild.Load() {
+		// Its callbacks ran and lost a link: the whole page runs again.
+		notBefore = time.Time{}
+	}
+	err := f.out.persist(ctx, "release", req, func(ctx context.Context) error { return f.q.Release(ctx, req.leaseID, notBefore) })
+	if err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -287,8 +314,10 @@ func (f *queueFrontier) room() bool {
 }
 
 func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
-	backoff := time.Millisecond
+	idleWait := time.Millisecond
+	failures := 0 // consecutive Lease or Len failures
 	for {
+		var backoff time.Duration
 		if f.room() {
 			req, err := f.lease(ctx)
 			if err == nil {
@@ -297,29 +326,48 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 			switch {
 			case errors.Is(err, errRefused):
 				continue
-			case errors.Is(err, storage.ErrQueueEmpty):
-				if done, err := f.drained(ctx); err != nil || done {
-					if err != nil {
-						return nil, err
-					}
-					return nil, errFrontierDone
-				}
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
+			case errors.Is(err, storage.ErrQueueEmpty):
+				done, err := f.drained(ctx)
+				switch {
+				case err == nil && done:
+					return nil, errFrontierDone
+				case err == nil:
+					failures = 0
+				case ctx.Err() != nil:
+					return nil, ctx.Err()
+				default:
+					// An unknown length is not an empty queue: wait for the
+					// storage rather than end the run.
+					failures++
+					f.out.failed("len", failures, err, nil)
+					backoff = storageBackoff(failures)
+				}
 			default:
-				f.c.logger.Warn("leasing from queue", "err", err)
+				failures++
+				f.out.failed("lease", failures, err, nil)
+				backoff = storageBackoff(failures)
 			}
+		}
+		if backoff > 0 {
+			// The storage is down: neither a notification nor a finished
+			// request makes a retry any likelier to succeed.
+			if !sleepCtx(ctx, backoff) {
+				return nil, ctx.Err()
+			}
+			continue
 		}
 		// Nothing to take now. Wait for the queue's notification, a finished
 		// request, or else a growing timer: other consumers' leases expire
 		// and delayed entries come due without a word from a queue that has
 		// no Notify.
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(idleWait)
 		select {
 		case <-f.notify:
 		case <-f.wake:
 		case <-t.C:
-			backoff = min(2*backoff, 200*time.Millisecond)
+			idleWait = min(2*idleWait, 200*time.Millisecond)
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
@@ -328,15 +376,35 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 	}
 }
 
+// sleepCtx waits for d and reports true, or reports false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // errRefused means a leased entry was refused by admission (and acknowledged).
 var errRefused = errors.New("refused")
 
-// lease takes one entry and makes it a request.
+// lease takes one entry and makes it a request. A Lease failure is returned
+// as is (next backs off); a visited-set failure during admission keeps the
+// entry leased and retries the admission until ctx ends.
 func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
-	es, err := f.q.Lease(ctx, 1, queueLeaseTTL)
-	if err != nil {
+	started := time.Now()
+	if err := f.reclaimLost(ctx); err != nil {
 		return nil, err
 	}
+	es, err := f.q.Lease(ctx, 1, queueLeaseTTL)
+	if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
+		f.reclaim = true
+		return nil, err
+	}
+	f.out.recovered("lease", started)
 	if len(es) == 0 {
 		return nil, storage.ErrQueueEmpty
 	}
@@ -347,7 +415,7 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		f.mu.Lock()
 		f.errs = append(f.errs, err)
 		f.mu.Unlock()
-		f.ack(ctx, e.ID)
+		f.settle(ctx, e.ID, nil, true)
 		return nil, errRefused
 	}
 	// Each delivery after the first is one more try of the same request:
@@ -367,16 +435,16 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		req.Depth = max(req.Depth, 1)
 		req.checkRevisit = true
 		req.ownsMark = req.redelivered
-		if err := f.c.admit(ctx, f.cfg, req); err != nil {
+		if err := f.admitLeased(ctx, req); err != nil {
 			if ctx.Err() != nil {
-				// The run stopped during admission (a robots.txt fetch, say):
-				// the entry was not refused, so it goes back.
-				f.release(e.ID, time.Time{})
+				// The run stopped during admission (a robots.txt fetch, or
+				// a storage outage): the entry was not refused, so it goes back.
+				f.settle(ctx, e.ID, req, false)
 				return nil, ctx.Err()
 			}
 			req.err = err
 			f.c.refuse(req, err)
-			f.ack(ctx, e.ID)
+			f.settle(ctx, e.ID, req, true)
 			return nil, errRefused
 		}
 	}
@@ -388,15 +456,74 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	return req, nil
 }
 
-func (f *queueFrontier) ack(ctx context.Context, id string) {
-	if err := f.q.Ack(context.WithoutCancel(ctx), id); err != nil {
-		f.c.logger.Warn("acknowledging queue entry", "err", err)
+// leaseReclaimer is implemented by queues that can take back the leases a
+// consumer was granted and never heard of, because the reply of its Lease
+// was lost when the connection broke. Without it such an entry waits for
+// its lease to expire (queueLeaseTTL) before anyone fetches it.
+type leaseReclaimer interface {
+	// ReleaseUnheld releases, ready now, every entry leased to this
+	// consumer except those whose lease IDs are in held.
+	ReleaseUnheld(ctx context.Context, held []string) error
+}
+
+// reclaimLost releases the entries a failed Lease may have been granted.
+// It runs in the feeder before the next Lease, so no Lease of this
+// consumer is in flight; the held leases are those the frontier knows.
+func (f *queueFrontier) reclaimLost(ctx context.Context) error {
+	r, ok := f.q.(leaseReclaimer)
+	if !f.reclaim || !ok {
+		f.reclaim = false
+		return nil
+	}
+	f.mu.Lock()
+	held := make([]string, 0, len(f.leased))
+	for id := range f.leased {
+		held = append(held, id)
+	}
+	f.mu.Unlock()
+	if err := r.ReleaseUnheld(ctx, held); err != nil {
+		return err
+	}
+	f.reclaim = false
+	return nil
+}
+
+// admitLeased admits a leased request, retrying while the visited set
+// fails: a storage outage must not refuse (and so lose) the entry.
+func (f *queueFrontier) admitLeased(ctx context.Context, req *Request) error {
+	for attempt := 1; ; attempt++ {
+		started := time.Now()
+		err := f.c.admit(ctx, f.cfg, req)
+		var se *StorageError
+		if !errors.As(err, &se) || ctx.Err() != nil {
+			if err == nil && attempt > 1 {
+				f.out.recovered("visited", started)
+			}
+			return err
+		}
+		f.out.failed(se.Op, attempt, se.Err, req)
+		// The failed call may have written the mark before its reply was
+		// lost: the next try takes the mark over rather than refuse the
+		// entry as visited (at worst a duplicate fetch, never a loss).
+		req.ownsMark = true
+		if !sleepCtx(ctx, storageBackoff(attempt)) {
+			return ctx.Err()
+		}
 	}
 }
 
-func (f *queueFrontier) release(id string, notBefore time.Time) {
-	if err := f.q.Release(context.Background(), id, notBefore); err != nil {
-		f.c.logger.Warn("releasing queue entry", "err", err)
+// settle acknowledges (ack) or releases an entry, retrying a failing
+// storage until ctx ends. An entry that cannot be settled stays leased and
+// comes back when its lease expires: a duplicate, never a loss.
+func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack bool) {
+	op := "release"
+	do := func(ctx context.Context) error { return f.q.Release(ctx, id, time.Time{}) }
+	if ack {
+		op = "ack"
+		do = func(ctx context.Context) error { return f.q.Ack(ctx, id) }
+	}
+	if err := f.out.persist(ctx, op, req, do); err != nil {
+		f.c.logger.Warn("settling queue entry", "op", op, "url", urlString(req), "err", err)
 	}
 }
 
@@ -410,17 +537,21 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	if busy {
 		return false, nil
 	}
+	started := time.Now()
 	l, err := f.q.Len(ctx)
 	if err != nil {
 		return false, err
 	}
+	f.out.recovered("len", started)
 	return l.Total() == 0, nil
 }
 
 // finish acknowledges a finished entry, or releases it when the run stopped
 // before it could finish. A released entry keeps its admission (its visited
-// mark stays, see run.finish), which its next delivery takes over.
-func (f *queueFrontier) finish(req *Request, ok bool) {
+// mark stays, see run.finish), which its next delivery takes over. A
+// request whose callbacks found a link the storage would not take is
+// released too, so that its callbacks run again.
+func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 	f.mu.Lock()
 	id := req.leaseID
 	if id != "" {
@@ -429,15 +560,12 @@ func (f *queueFrontier) finish(req *Request, ok bool) {
 	f.inflight--
 	f.mu.Unlock()
 	if id != "" {
-		var err error
-		if ok {
-			err = f.q.Ack(context.Background(), id)
-		} else {
-			err = f.q.Release(context.Background(), id, time.Time{})
+		if ok && req.lostChild.Load() {
+			ok = false
+			f.c.logger.Warn("releasing a page whose links could not be stored; it will be fetched again",
+				"url", urlString(req), "request_id", req.ID)
 		}
-		if err != nil {
-			f.c.logger.Warn("settling queue entry", "url", urlString(req), "err", err)
-		}
+		f.settle(ctx, id, req, ok)
 	}
 	f.signal()
 }
@@ -453,13 +581,20 @@ func (f *queueFrontier) pending() int {
 
 // close releases every entry leased and not finished, so that nothing is
 // lost when a run stops. Each keeps its admission for its next delivery.
+// A storage that fails gets queueStopGrace in all to take the releases;
+// entries it does not take come back when their leases expire.
 func (f *queueFrontier) close() {
 	f.mu.Lock()
 	leased := f.leased
 	f.leased = map[string]*Request{}
 	f.mu.Unlock()
-	for id := range leased {
-		f.release(id, time.Time{})
+	if len(leased) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueStopGrace)
+	defer cancel()
+	for id, req := range leased {
+		f.settle(ctx, id, req, false)
 	}
 }
 
@@ -467,4 +602,146 @@ func (f *queueFrontier) errors() []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.errs)
+}
+
+// Storage outages. The backoff doubles from storageBackoffMin up to
+// storageBackoffMax, with jitter so that the consumers of one Redis do not
+// all retry in step when it comes back.
+const (
+	storageBackoffMin = 50 * time.Millisecond
+	storageBackoffMax = 5 * time.Second
+)
+
+// storageBackoff is the wait after the attempt-th consecutive failure: a
+// random duration in the upper half of the doubled step.
+func storageBackoff(attempt int) time.Duration {
+	d := storageBackoffMax
+	if attempt < 16 {
+		d = min(storageBackoffMin<<max(attempt-1, 0), storageBackoffMax)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// transientStorageError reports whether a storage error may go away by
+// itself (a connection refused or reset, a timeout, a server loading its
+// data). Refusals that retrying cannot change are not.
+func transientStorageError(err error) bool {
+	return !errors.Is(err, storage.ErrQueueFull) && !errors.Is(err, storage.ErrUnknownLease) &&
+		!errors.Is(err, storage.ErrClosed) && !errors.Is(err, storage.ErrQueueEmpty) &&
+		!errors.Is(err, ErrUndecodableRequest)
+}
+
+// outageQuiet is how long an operation must go without failing before its
+// next failure counts as a new outage. A storage coming back flaps (pooled
+// connections work while new ones are still refused), and a continuous
+// outage fails at least every storageBackoffMax: one outage, one report.
+const outageQuiet = 2 * storageBackoffMax
+
+// outages tracks the storage operations that are failing, so that an
+// outage is reported once per kind of operation (OnError and a Warn), each
+// retry at Warn with its attempt count, and the recovery at Info. It is
+// safe for concurrent use.
+type outages struct {
+	c *Collector
+	// down counts the kinds failing now, so that a success skips the lock.
+	down atomic.Int32
+	// mu guards ops.
+	mu  sync.Mutex
+	ops map[string]*outage
+}
+
+// outage is the latest outage of one kind of operation.
+type outage struct {
+	since time.Time
+	// last is the time of the latest failure: only a success that started
+	// after it ends the outage, not one that was in flight when it began.
+	last     time.Time
+	failures int
+	// down is set from a failure to the next success that started after it.
+	down bool
+}
+
+func newOutages(c *Collector) *outages {
+	return &outages{c: c, ops: map[string]*outage{}}
+}
+
+// failed records the attempt-th consecutive failure of op (req may be nil).
+func (o *outages) failed(op string, attempt int, err error, req *Request) {
+	o.mu.Lock()
+	now := time.Now()
+	st := o.ops[op]
+	fresh := st == nil || (!st.down && now.Sub(st.last) >= outageQuiet)
+	if st == nil {
+		st = &outage{}
+		o.ops[op] = st
+	}
+	if fresh {
+		st.since, st.failures = now, 0
+	}
+	if !st.down {
+		st.down = true
+		o.down.Add(1)
+	}
+	st.failures++
+	st.last = now
+	failures := st.failures
+	o.mu.Unlock()
+	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "failures", failures, "url", urlString(req), "err", err)
+	if !fresh {
+		return
+	}
+	if req == nil {
+		// OnError callbacks read r.Request.URL: give them an empty one
+		// rather than a nil pointer for operations no request is part of.
+		req = &Request{URL: &url.URL{}, Ctx: NewContext(), Headers: &http.Header{}, collector: o.c}
+	}
+	resp := &Response{Request: req, Ctx: req.Ctx}
+	o.c.withCallbackMark(func() { o.c.handleOnError(resp, &StorageError{Op: op, Err: err}) })
+}
+
+// recovered records a success of op that started at started, ending its
+// outage if it had one.
+func (o *outages) recovered(op string, started time.Time) {
+	if o.down.Load() == 0 {
+		return
+	}
+	o.mu.Lock()
+	st := o.ops[op]
+	ok := st != nil && st.down && started.After(st.last)
+	var failures int
+	var since time.Time
+	if ok {
+		st.down = false
+		o.down.Add(-1)
+		failures, since = st.failures, st.since
+	}
+	o.mu.Unlock()
+	if ok {
+		o.c.logger.Info("storage recovered", "op", op, "failures", failures, "duration", time.Since(since))
+	}
+}
+
+// persist runs do until it succeeds, fails with an error retrying cannot
+// change (returned as is), or ctx ends after a failure (a *StorageError).
+// do gets a context without ctx's cancellation: the first try is made even
+// when the run is stopping, because what it stores would be lost otherwise.
+func (o *outages) persist(ctx context.Context, op string, req *Request, do func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		started := time.Now()
+		err := do(context.WithoutCancel(ctx))
+		if err == nil {
+			o.recovered(op, started)
+			return nil
+		}
+		if !transientStorageError(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return &StorageError{Op: op, Err: err}
+		}
+		o.failed(op, attempt, err, req)
+		if !sleepCtx(ctx, storageBackoff(attempt)) {
+			return &StorageError{Op: op, Err: err}
+		}
+	}
 }

@@ -95,6 +95,13 @@ type Request struct {
 	admitted bool
 	// robotsUA is the User-Agent robots.txt was checked for at admission.
 	robotsUA string
+	// parent is the request whose callbacks made this one in a queue run,
+	// until the push of this one is over (see queueFrontier.push).
+	parent *Request
+	// lostChild is set when a link found by this request's callbacks could
+	// not be stored: its queue entry is then released, not acknowledged, so
+	// that its callbacks run again and find the link again.
+	lostChild atomic.Bool
 	// root is the request a retry copy was made from, which a sync Visit
 	// reads its final error from.
 	root *Request
@@ -207,6 +214,10 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	req.checkRevisit = true
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
+	if r.run != nil && r.run.queueMode {
+		req.parent = r
+		defer func() { req.parent = nil }()
+	}
 	return c.submitChild(req)
 }
 
