@@ -116,6 +116,17 @@ type Queue interface {
 	Close() error
 }
 
+// LeaseReclaimer is implemented by networked queues that can take back the
+// leases a consumer was granted but never heard of, because the reply of its
+// Lease was lost when the connection broke. A queue run calls it after a
+// failed Lease; without it such an entry waits for its lease to expire
+// before any consumer gets it.
+type LeaseReclaimer interface {
+	// ReleaseUnheld releases, ready now, every entry leased to this
+	// consumer except those whose lease IDs are in held.
+	ReleaseUnheld(ctx context.Context, held []string) error
+}
+
 // QueueNotifier is implemented by queues that can tell a waiting consumer
 // when an entry may have become ready, so that consumers need not poll.
 type QueueNotifier interface {

@@ -124,37 +124,6 @@ func (p *cutProxy) restore() error {
 	return nil
 }
 
-// reclaimingStore adds ReleaseUnheld, the hook magpie's queue runs use to
-// take back leases whose Lease reply an outage lost, to a Store. It stands
-// in for the Store's own method until redisstore has one: without it an
-// entry leased just as the connection broke waits for its lease TTL.
-type reclaimingStore struct{ *Store }
-
-func (s reclaimingStore) ReleaseUnheld(ctx context.Context, held []string) error {
-	keep := map[string]bool{}
-	for _, id := range held {
-		if sid, _, ok := parseLeaseID(id); ok {
-			keep[sid] = true
-		}
-	}
-	pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: "-", End: "+", Count: 100000,
-	}).Result()
-	if err != nil {
-		return err
-	}
-	var ids []any
-	for _, p := range pend {
-		if !keep[p.ID] {
-			ids = append(ids, p.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	return releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err()
-}
-
 // lockedWriter makes a writer safe for the logger's concurrent writes.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -244,7 +213,7 @@ func TestCrawlSurvivesRedisOutage(t *testing.T) {
 			errMu.Unlock()
 		}
 	})
-	q, err := queue.New(threads, reclaimingStore{s})
+	q, err := queue.New(threads, s)
 	if err != nil {
 		t.Fatal(err)
 	}

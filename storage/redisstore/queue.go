@@ -346,3 +346,41 @@ func parseStreamID(id string) (ms, seq uint64) {
 	}
 	return ms, seq
 }
+
+// ReleaseUnheld implements storage.LeaseReclaimer: it releases, ready now,
+// every entry of the stream pending for this Store's consumer except the
+// leases in held. A queue run calls it after a Lease whose reply an outage
+// lost, so that the entries the server granted are not stuck until their
+// lease expires.
+func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(held))
+	for _, id := range held {
+		if sid, _, ok := parseLeaseID(id); ok {
+			keep[sid] = true
+		}
+	}
+	pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: "-", End: "+", Count: 100000,
+	}).Result()
+	if err != nil {
+		return s.wrap("release unheld", err)
+	}
+	var ids []any
+	for _, p := range pend {
+		if !keep[p.ID] {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err(); err != nil {
+		return s.wrap("release unheld", err)
+	}
+	return nil
+}
+
+var _ storage.LeaseReclaimer = (*Store)(nil)

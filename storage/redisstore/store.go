@@ -73,7 +73,11 @@ func New(opts Options) (*Store, error) {
 	if opts.Addr == "" {
 		return nil, fmt.Errorf("%w: empty Addr", ErrInvalidArgument)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB})
+	// No client-side retries: the queue scripts are not idempotent (a Lease
+	// re-run after a lost reply would grant entries nobody knows of), and
+	// magpie's queue runs retry failed operations themselves, with backoff,
+	// reporting the outage (see magpie.ErrStorageUnavailable).
+	rdb := redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB, MaxRetries: -1})
 	s, err := NewFromClient(rdb, opts)
 	if err != nil {
 		rdb.Close()
