@@ -10,7 +10,9 @@
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
 #   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
 #                  scenario "storage" (see below) is never run by default
-#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries
+#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
+#   TP_LATENCIES="0ms 5ms"        the throughput scenario's site latencies
+#   APPEND=1       keep $JSONL's lines from an earlier run and report them too
 #   MAGPIE=0       do not build the bench/magpie module (magpie-* impls); default 1
 #   NOTE="..."     a line added under the machine description in the results
 #   OUT=path JSONL=path
@@ -60,6 +62,7 @@ else
 	REDIS_PAGES=${REDIS_PAGES:-5000}
 fi
 REDIS_P=${REDIS_P:-"8 4"}
+TP_LATENCIES=${TP_LATENCIES:-"0ms 5ms"}
 REDIS_ADDR=${REDIS_ADDR:-}
 MEM_RUNS=${MEM_RUNS:-1}
 SCENARIOS=${SCENARIOS:-"throughput politeness rate memory"}
@@ -90,8 +93,13 @@ if [[ $MAGPIE == 1 ]]; then
 	(cd magpie && go build -o "$bin/crawl-magpie" .)
 	all_impls="$all_impls $("$bin/crawl-magpie" -list | tr ' ' '\n' | grep '^magpie-' | tr '\n' ' ')"
 fi
-IMPLS=${IMPLS:-$all_impls}
-: >"$JSONL"
+# The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
+# storage scenario only: the others would run them at every size.
+default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis$' | tr '\n' ' ')
+IMPLS=${IMPLS:-$default_impls}
+# APPEND=1 keeps the JSON lines of an earlier run (say, another latency) so
+# that one report covers both.
+[[ ${APPEND:-0} == 1 ]] || : >"$JSONL"
 
 # start_site FLAGS... — starts the site and sets $bases (space separated) and $base (the first).
 start_site() {
@@ -199,7 +207,7 @@ storage_scenario() {
 for sc in $SCENARIOS; do
 	case $sc in
 	throughput)
-		for lat in 0ms 5ms; do
+		for lat in ${TP_LATENCIES:-0ms 5ms}; do
 			for p in 1 8 64; do
 				pages=$TP_PAGES
 				[[ $lat != 0ms && $p == 1 ]] && pages=$P1_LAT_PAGES
