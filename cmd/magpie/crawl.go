@@ -82,6 +82,8 @@ func errorKind(err error) string {
 		return "blocked by robots.txt"
 	case errors.Is(err, magpie.ErrMaxDepth):
 		return "too deep (skipped)"
+	case errors.Is(err, magpie.ErrUnsupportedScheme):
+		return "not http (skipped)"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	default:
@@ -157,7 +159,7 @@ func progress(w io.Writer, t *tally, started time.Time, interval time.Duration, 
 			for _, v := range errs {
 				n += v
 			}
-			fmt.Fprintf(w, "\r  %4d pages  %4d refused or failed  %6.1fs", pages, n, time.Since(started).Seconds())
+			fmt.Fprintf(w, "\r  %4d pages  %4d skipped or failed  %6.1fs", pages, n, time.Since(started).Seconds())
 		}
 	}
 }

@@ -30,6 +30,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`http 404\s+4\n`),
 		regexp.MustCompile(`blocked by robots\.txt\s+1\n`),
 		regexp.MustCompile(`crawled 39 pages in`),
+		regexp.MustCompile(`not http \(skipped\)\s+1\n`),
 	} {
 		if !want.MatchString(stderr.String()) {
 			t.Errorf("stderr does not match %q:\n%s", want, stderr.String())
