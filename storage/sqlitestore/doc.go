@@ -20,7 +20,14 @@
 // Lease anyway. Notify only reports events of the Store's own process: a
 // consumer sharing a file with other processes should also poll.
 //
-// Schema (PRAGMA user_version 1):
+// A Store's HostLimiter (limits.Shared, for magpie.SharedLimits) keeps the
+// LimitRules' per-host Delay and Parallelism across every process on the
+// file: each Acquire is one immediate transaction that reads the host's
+// next allowed start and its live slots and takes both or neither, so two
+// processes are never both granted. A slot is a lease that expires after
+// the slot TTL, so the slots of a process that died come back by themselves.
+//
+// Schema (PRAGMA user_version 2; a version 1 file is migrated on Open):
 //
 //	visited (id INTEGER PRIMARY KEY)            -- request ID, uint64 bits as int64
 //	queue   (seq INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB, not_before INTEGER,
@@ -28,10 +35,13 @@
 //	         deliveries INTEGER)                 -- times are Unix nanoseconds
 //	cookies (host TEXT PRIMARY KEY, data TEXT)  -- newline-joined Set-Cookie lines
 //	owners  (owner INTEGER PRIMARY KEY, pid INTEGER, host TEXT, started INTEGER)
-//	hosts   (host TEXT PRIMARY KEY, next_start INTEGER, in_flight INTEGER)
+//	hosts   (host TEXT PRIMARY KEY, next_start INTEGER)  -- Unix µs
+//	slots   (host TEXT, token INTEGER, expires INTEGER,  -- Unix µs
+//	         PRIMARY KEY (host, token))
 //
-// The hosts table is reserved for politeness state shared between processes
-// (next allowed start and requests in flight per host); no API writes it yet.
+// hosts and slots hold the HostLimiter's state: a host's next allowed
+// request start, and one row per request in flight. Version 2 added slots
+// and dropped hosts.in_flight, which nothing had written.
 package sqlitestore
 
 import _ "modernc.org/sqlite" // registers the "sqlite" driver

@@ -26,7 +26,7 @@ var (
 )
 
 // schemaVersion is the PRAGMA user_version this package writes.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // migrations[i] takes a file from user_version i to i+1.
 var migrations = []string{
@@ -44,6 +44,16 @@ var migrations = []string{
 	CREATE TABLE cookies (host TEXT PRIMARY KEY, data TEXT NOT NULL);
 	CREATE TABLE owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, started INTEGER NOT NULL);
 	CREATE TABLE hosts (host TEXT PRIMARY KEY, next_start INTEGER NOT NULL DEFAULT 0, in_flight INTEGER NOT NULL DEFAULT 0);`,
+	// Version 2: the host limiter. Requests in flight become one leased row
+	// each in slots, so a dead process's slots expire; a counter in hosts
+	// could not tell whose they were. Nothing ever wrote in_flight.
+	`CREATE TABLE slots (
+		host    TEXT    NOT NULL,
+		token   INTEGER NOT NULL,
+		expires INTEGER NOT NULL,
+		PRIMARY KEY (host, token)
+	) WITHOUT ROWID;
+	ALTER TABLE hosts DROP COLUMN in_flight;`,
 }
 
 // Option configures Open.
