@@ -239,14 +239,21 @@ type queueFrontier struct {
 	reclaim bool
 
 	// mu guards the fields below.
-	mu       sync.Mutex
-	leased   map[string]*Request
+	mu     sync.Mutex
+	leased map[string]*Request
+	// pushed holds the visited keys of links this run pushed and has not
+	// leased yet. Links are marked visited only when leased (see
+	// Collector.admit), so without it every duplicate link found before
+	// its first copy is leased would be pushed too, filling a bounded
+	// queue with duplicates. Losing it in a crash is harmless: the first
+	// copy is in the storage.
+	pushed   map[uint64]struct{}
 	inflight int
 	errs     []error
 }
 
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
-	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), ahead: 2 * workers, wake: make(chan struct{}, 1), leased: map[string]*Request{}}
+	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), ahead: 2 * workers, wake: make(chan struct{}, 1), leased: map[string]*Request{}, pushed: map[uint64]struct{}{}}
 	if n, ok := q.(storage.QueueNotifier); ok {
 		f.notify = n.Notify()
 	}
@@ -268,11 +275,27 @@ func (f *queueFrontier) signal() {
 func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) error {
 	// A deferred request is admitted for good when its entry is leased.
 	req.admitted = !req.deferMark
-	data, err := req.Marshal()
-	if err != nil {
-		return err
+	dedupe := req.deferMark && req.checkRevisit && !f.cfg.allowRevisit
+	if dedupe {
+		f.mu.Lock()
+		_, dup := f.pushed[req.visitKey]
+		if !dup {
+			f.pushed[req.visitKey] = struct{}{}
+		}
+		f.mu.Unlock()
+		if dup {
+			return &AlreadyVisitedError{Destination: req.URL}
+		}
 	}
-	err = f.out.persist(ctx, "push", req, func(ctx context.Context) error { return f.q.Push(ctx, data) })
+	data, err := req.Marshal()
+	if err == nil {
+		err = f.out.persist(ctx, "push", req, func(ctx context.Context) error { return f.q.Push(ctx, data) })
+	}
+	if err != nil && dedupe {
+		f.mu.Lock()
+		delete(f.pushed, req.visitKey)
+		f.mu.Unlock()
+	}
 	if err != nil && req.parent != nil && errors.Is(err, ErrStorageUnavailable) {
 		req.parent.lostChild.Store(true)
 	}
@@ -431,13 +454,18 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		req.Depth = max(req.Depth, 1)
 		req.checkRevisit = true
 		req.ownsMark = req.redelivered
-		if err := f.admitLeased(ctx, req); err != nil {
-			if ctx.Err() != nil {
-				// The run stopped during admission (a robots.txt fetch, or
-				// a storage outage): the entry was not refused, so it goes back.
-				f.settle(ctx, e.ID, req, false)
-				return nil, ctx.Err()
-			}
+		err := f.admitLeased(ctx, req)
+		if err != nil && ctx.Err() != nil {
+			// The run stopped during admission (a robots.txt fetch, or a
+			// storage outage): the entry was not refused, so it goes back,
+			// still counted as pushed.
+			f.settle(ctx, e.ID, req, false)
+			return nil, ctx.Err()
+		}
+		// Admitted (the visited mark now dedupes it) or refused: either
+		// way it is no longer a pending push of this run.
+		f.forgetPushed(req)
+		if err != nil {
 			req.err = err
 			f.c.refuse(req, err)
 			f.settle(ctx, e.ID, req, true)
@@ -588,4 +616,14 @@ func (f *queueFrontier) errors() []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.errs)
+}
+
+// forgetPushed drops a leased request's key from the pushed set.
+func (f *queueFrontier) forgetPushed(req *Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pushed) == 0 {
+		return
+	}
+	delete(f.pushed, requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes))
 }
