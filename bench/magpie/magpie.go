@@ -79,14 +79,16 @@ func crawlMagpieAsync(ctx context.Context, cfg harness.Config, n *harness.Counte
 	return ctx.Err()
 }
 
-// crawlMagpieQueue runs the collector with queue.New(P, nil); links found in
-// OnHTML go through e.Request.Visit into the same frontier.
+// crawlMagpieQueue runs the collector with queue.New(P, unbounded in-memory
+// storage), as the Colly queue crawler does: the default MaxSize of 100,000
+// would drop links in the 200,000-page run, whose frontier grows past it.
+// Links found in OnHTML go through e.Request.Visit into the same frontier.
 func crawlMagpieQueue(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
 	c, err := newMagpie(ctx, cfg, n)
 	if err != nil {
 		return err
 	}
-	q, err := queue.New(cfg.P, nil)
+	q, err := queue.New(cfg.P, &queue.InMemoryQueueStorage{})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@
 //
 //	magpie-async  NewCollector(Async(true), AllowedDomains(...), Workers(P)), LimitRule "*",
 //	              e.Request.Visit from OnHTML, Visit + Wait
-//	magpie-queue  the same collector without Async, run by queue.New(P, nil) + AddURL + Run
+//	magpie-queue  the same collector without Async, run by queue.New(P, unbounded memory queue) + AddURL + Run
 //
 // and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
 // magpie-frontier-mem and magpie-redis.
