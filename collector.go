@@ -210,7 +210,7 @@ func (c *Collector) SetStorage(s storage.Storage) error {
 	c.shared.storeMu.Lock()
 	c.shared.store = s
 	c.shared.storeMu.Unlock()
-	c.shared.backend.setJar(&storageJar{store: s})
+	c.shared.backend.setJar(&storageJar{store: s, logger: c.logger})
 	return nil
 }
 

@@ -363,15 +363,13 @@ func (r *run) shutdown() {
 		r.cancel()
 		r.gate.Close()
 		r.wg.Wait()
+		// The scheduler may already be stopping itself, having seen r.ctx
+		// end: Stop then refuses, but only once its workers have exited, so
+		// every request they finish settles its queue entry before
+		// front.close and none outlives the run.
 		if err := r.sched.Stop(); err != nil {
 			var te *scheduler.TransitionError
-			if errors.As(err, &te) && te.From == scheduler.StatusStopping {
-				// The scheduler saw r.ctx end and is stopping itself. Wait
-				// for its workers: a request they still finish must settle
-				// its queue entry before front.close, and none may outlive
-				// the run.
-				_ = r.sched.Wait(context.Background())
-			} else {
+			if !errors.As(err, &te) || (te.From != scheduler.StatusStopping && te.From != scheduler.StatusStopped) {
 				r.c.logger.Warn("stopping scheduler", "err", err)
 			}
 		}

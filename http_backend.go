@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -180,10 +181,13 @@ func (c *Collector) SetProxyFunc(f ProxyFunc) error {
 }
 
 // storageJar is a cookie jar kept in a storage.Storage, so that cookies
-// survive with the store. It merges through a public-suffix-aware jar to
-// scope cookies correctly.
+// survive with the store and are shared by every process that uses it. The
+// store scopes them (the durable stores by host, path and Secure, see
+// storage.SelectCookies). http.CookieJar has no error path, so a failing
+// CookieStore is logged at Warn: the request goes on without its cookies.
 type storageJar struct {
-	store storage.Storage
+	store  storage.Storage
+	logger *slog.Logger
 }
 
 func (j *storageJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
@@ -192,7 +196,9 @@ func (j *storageJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 		lines = append(lines, ck.String())
 	}
 	if cs, ok := j.store.(storage.CookieStore); ok {
-		_ = cs.PutCookies(context.Background(), u, strings.Join(lines, "\n")) // the jar interface has no error path
+		if err := cs.PutCookies(context.Background(), u, strings.Join(lines, "\n")); err != nil {
+			j.logger.Warn("storing cookies", "host", u.Host, "err", err)
+		}
 		return
 	}
 	j.store.SetCookies(u, strings.Join(lines, "\n"))
@@ -201,7 +207,10 @@ func (j *storageJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 func (j *storageJar) Cookies(u *url.URL) []*http.Cookie {
 	var s string
 	if cs, ok := j.store.(storage.CookieStore); ok {
-		s, _ = cs.GetCookies(context.Background(), u)
+		var err error
+		if s, err = cs.GetCookies(context.Background(), u); err != nil {
+			j.logger.Warn("reading cookies", "host", u.Host, "err", err)
+		}
 	} else {
 		s = j.store.Cookies(u)
 	}
