@@ -211,6 +211,9 @@ func (c *Collector) safely(name string, f func()) (err error) {
 // running callbacks when that matters (sync mode, outside the engine's own
 // workers, which are marked already).
 func (c *Collector) handleOnError(resp *Response, err error) {
+	if c.debugging() {
+		c.emit(evError, resp.Request, responseValues(resp, err))
+	}
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.err {
 		if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {

@@ -107,6 +107,8 @@ type Collector struct {
 	// stopping are runs that Stop, called from their own callbacks, left
 	// shutting down; Wait waits for them.
 	stopping []*run
+	// debugger is the attached debug.Debugger, if any.
+	debugger atomic.Pointer[debuggerRef]
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
@@ -188,6 +190,7 @@ func (c *Collector) Clone() *Collector {
 		shared:                 c.shared,
 		visitMu:                c.visitMu,
 	}
+	n.debugger.Store(c.debugger.Load())
 	if c.Headers != nil {
 		h := c.Headers.Clone()
 		n.Headers = &h
@@ -537,10 +540,16 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 		}
 		c.handleOnError(resp, err)
 	}
+	if c.debugging() {
+		c.emit(evResponse, resp.Request, responseValues(resp, nil))
+	}
 	for _, f := range cbs.response {
 		report(c.safely("OnResponse", func() { f(resp) }))
 	}
 	c.runDocumentCallbacks(cbs, resp, report)
+	if c.debugging() {
+		c.emit(evScraped, resp.Request, map[string]string{"url": urlString(resp.Request)})
+	}
 	for _, f := range cbs.scraped {
 		report(c.safely("OnScraped", func() { f(resp) }))
 	}
@@ -594,6 +603,9 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 						return
 					}
 					e := NewHTMLElementFromSelectionNode(resp, s, n, i)
+					if c.debugging() {
+						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": urlString(req)})
+					}
 					i++
 					report(c.safely("OnHTML", func() { cb.fn(e) }))
 				}
@@ -605,6 +617,9 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					break
 				}
 				e := NewXMLElementFromHTMLNode(resp, n)
+				if c.debugging() {
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
+				}
 				e.Index = i
 				report(c.safely("OnXML", func() { cb.fn(e) }))
 			}
@@ -621,6 +636,9 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					break
 				}
 				e := NewXMLElementFromXMLNode(resp, n)
+				if c.debugging() {
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
+				}
 				e.Index = i
 				report(c.safely("OnXML", func() { cb.fn(e) }))
 			}

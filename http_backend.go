@@ -386,6 +386,9 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
+	if c.debugging() {
+		c.emit(evRequest, req, requestValues(req))
+	}
 	for _, f := range cbs.request {
 		if err := c.safely("OnRequest", func() { f(req) }); err != nil {
 			return fail(err)
@@ -426,6 +429,9 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 			}
 			return c.finishBody(cfg, resp)
 		}
+	}
+	if c.debugging() {
+		c.emit(evRequestHeaders, req, requestValues(req))
 	}
 	for _, f := range cbs.requestHeaders {
 		if err := c.safely("OnRequestHeaders", func() { f(req) }); err != nil {
@@ -485,6 +491,9 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 
 // responseHeaders runs OnResponseHeaders; Abort there fails the request.
 func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
+	if c.debugging() {
+		c.emit(evResponseHeaders, resp.Request, responseValues(resp, nil))
+	}
 	for _, f := range cbs.responseHeaders {
 		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
 			return err
