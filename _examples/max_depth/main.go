@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 
 	"github.com/magpiecrawl/magpie"
@@ -23,7 +24,7 @@ func main() {
 	}
 
 	// c.Visit is depth 1, the pages it links to depth 2, and so on.
-	c := magpie.NewCollector(magpie.MaxDepth(2))
+	c := magpie.NewCollector(magpie.MaxDepth(2), magpie.AllowedDomains(hostOf(start)))
 
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
 		_ = e.Request.Visit(e.Attr("href"))
@@ -35,4 +36,13 @@ func main() {
 	if err := c.Visit(start); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// hostOf is the hostname of u: the crawl stays on the site it starts on.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return p.Hostname()
 }

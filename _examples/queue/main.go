@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 
 	"github.com/magpiecrawl/magpie"
@@ -34,7 +35,7 @@ func main() {
 		}
 	}
 
-	c := magpie.NewCollector(magpie.MaxDepth(3))
+	c := magpie.NewCollector(magpie.MaxDepth(3), magpie.AllowedDomains(hostOf(start)))
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
 		_ = e.Request.Visit(e.Attr("href")) // pushed to q while it runs
 	})
@@ -46,4 +47,13 @@ func main() {
 	if err := q.Run(c); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// hostOf is the hostname of u: the crawl stays on the site it starts on.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return p.Hostname()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/_examples/internal/site"
+	"github.com/magpiecrawl/magpie/debug"
 )
 
 func main() {
@@ -24,7 +25,10 @@ func main() {
 		start = srv.URL + "/page/"
 	}
 
-	c := magpie.NewCollector(magpie.Async(true))
+	c := magpie.NewCollector(
+		// Each request's steps are logged to stderr, as in Colly's example.
+		magpie.Debugger(&debug.LogDebugger{}),
+		magpie.Async(true))
 	if err := c.Limit(&magpie.LimitRule{
 		DomainGlob:  "*",
 		Parallelism: 1,

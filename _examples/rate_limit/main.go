@@ -6,11 +6,13 @@ package main
 import (
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/_examples/internal/site"
+	"github.com/magpiecrawl/magpie/debug"
 )
 
 func main() {
@@ -23,7 +25,10 @@ func main() {
 		start = srv.URL + "/page/1"
 	}
 
-	c := magpie.NewCollector(magpie.Async(true), magpie.MaxDepth(6))
+	c := magpie.NewCollector(
+		// Each request's steps are logged to stderr, as in Colly's example.
+		magpie.Debugger(&debug.LogDebugger{}),
+		magpie.Async(true), magpie.MaxDepth(6), magpie.AllowedDomains(hostOf(start)))
 	// Matching is on the hostname, so "127.0.0.1" also matches 127.0.0.1:PORT.
 	if err := c.Limit(&magpie.LimitRule{
 		DomainGlob:  "*",
@@ -45,4 +50,13 @@ func main() {
 		log.Fatal(err)
 	}
 	c.Wait()
+}
+
+// hostOf is the hostname of u: the crawl stays on the site it starts on.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return p.Hostname()
 }
