@@ -35,9 +35,12 @@
 //     serializes like Colly's; no per-host limit for an AutoThrottle rule
 //     (after its first response, see below); otherwise no per-host limit.
 //     TotalParallelism caps all hosts of one rule together.
-//   - Delay is the least gap between request starts to one host (a start is
-//     the moment Get returns the item), plus a uniform jitter in
-//     [0, RandomDelay). Colly sleeps Delay after each response while holding
+//   - Delay is the least gap between request starts to one host, plus a
+//     uniform jitter in [0, RandomDelay). A start is the moment the request
+//     reached the wire, when the caller reports it with Ticket.Sent, else
+//     the moment Get returned the item; with SetAwaitSent the host starts
+//     nothing else until Sent or Done, so a slow dial or handshake cannot
+//     bring two starts closer than Delay at the server. Colly sleeps Delay after each response while holding
 //     its slot, so its starts are latency+Delay apart and Parallelism N
 //     starts N at once; here starts are Delay apart whatever the
 //     parallelism, nothing sleeps and no worker is held.
@@ -59,6 +62,13 @@
 //     pays back one strike, other 5xx and transport errors are neutral.
 //     Both apply to every host, with or without a rule: politeness by
 //     default, and Colly has neither.
+//   - Politeness outlives a Gate: when a Gate closes, each host's pending
+//     delay or hold, strikes and adapted delay stay with the Limiter, and
+//     the next Gate over it (the next crawl of the same collector) starts
+//     the host from there, until the hold has passed and IdleTimeout has
+//     elapsed.
+//   - SetHostCap bounds hosts no rule limits, for a caller whose download
+//     pool grows with what the rules allow.
 //   - Per-host state is dropped after a host has been idle (nothing parked,
 //     nothing in flight, no pending delay or hold) for IdleTimeout, so
 //     memory stays bounded on crawls over many hosts; a dropped host forgets

@@ -34,6 +34,11 @@ type Gate[T any] struct {
 	releases  uint64
 	// sharedErrs counts failed Shared.Acquire calls.
 	sharedErrs uint64
+	// hostCap caps requests in flight to a host no rule limits (0: none).
+	hostCap int
+	// awaitSent makes a host with a gap wait for Ticket.Sent (or Done)
+	// before its next start; see SetAwaitSent.
+	awaitSent bool
 	// seen is the latest time any operation read; see clock.
 	seen time.Time
 	// getWake and putWake are closed (and cleared) to wake every blocked
@@ -102,6 +107,7 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 		// New hosts are how the map grows, so sweep idle ones here.
 		g.evict(c)
 		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
+		recall(g.lim, h)
 		h.ent, h.ver = g.lim.lookup(key)
 		h.grp = g.groupFor(h.ent)
 		g.hosts[key] = h
@@ -201,10 +207,17 @@ func (g *Gate[T]) take(h *host[T], c *clock, gap time.Duration) (T, *Ticket) {
 	if h.grp != nil {
 		h.grp.inflight++
 	}
-	if gap > 0 {
-		h.nextStart = c.now().Add(gap)
-	}
 	t := &Ticket{g: g, h: h, grp: h.grp}
+	if gap > 0 {
+		// Measured from now until the request reaches the wire (Sent),
+		// and meanwhile the host starts nothing else.
+		h.nextStart = c.now().Add(gap)
+		t.gap, t.unsent = gap, true
+		if g.awaitSent {
+			h.unsent++
+			t.holds = true
+		}
+	}
 	if h.ent != nil && h.ent.auto {
 		t.start = c.now() // for Results that carry no Latency
 	}
@@ -225,6 +238,12 @@ func (g *Gate[T]) release(t *Ticket, res Result) {
 	h := t.h.(*host[T])
 	g.inflight--
 	h.inflight--
+	if t.holds {
+		// Never sent (a cache hit, an abort, a failed dial): the gap
+		// stays measured from Get.
+		t.holds = false
+		h.unsent--
+	}
 	var freed *group[T]
 	if grp, _ := t.grp.(*group[T]); grp != nil {
 		if grp.inflight == grp.cap {
@@ -256,15 +275,52 @@ func (g *Gate[T]) release(t *Ticket, res Result) {
 	}
 }
 
+// par is h's most requests in flight, 0 for no limit: its rule's, or the
+// Gate's host cap for a host no rule limits.
+func (g *Gate[T]) par(h *host[T]) int {
+	if p := h.par(); p > 0 {
+		return p
+	}
+	return g.hostCap
+}
+
+// SetHostCap caps at n the requests in flight to each host that no rule
+// limits (no Parallelism, no delay, or an AutoThrottle rule that has
+// learned its host), so that a download pool sized by the limits still
+// has a bound for such hosts. n <= 0 removes the cap (the default). Hosts
+// capped only this way never reach Shared. Takes effect from the next Get.
+func (g *Gate[T]) SetHostCap(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	g.hostCap = max(n, 0)
+	wake(&g.getWake)
+}
+
+// SetAwaitSent makes a host that has a gap (Delay, RandomDelay,
+// Crawl-delay, AutoThrottle) start nothing else between a Get and that
+// Ticket's Sent or Done, so that its next start is measured from the
+// moment the request reached the wire even when Parallelism allows
+// several in flight. Callers that report Sent promptly should turn it on;
+// without it Sent still moves the next start, but a second request may
+// leave the Gate before the first has reported. Takes effect from the next
+// Get.
+func (g *Gate[T]) SetAwaitSent(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	g.awaitSent = on
+}
+
 // startable reports whether h, now in the ready list, may start at once.
 func (g *Gate[T]) startable(h *host[T], c *clock) bool {
 	if h.ver != g.lim.version.Load() {
 		return false
 	}
-	if p := h.par(); p > 0 && h.inflight >= p {
+	if p := g.par(h); p > 0 && h.inflight >= p {
 		return false
 	}
-	if c.future(h.startAt()) {
+	if h.unsent > 0 || c.future(h.startAt()) {
 		return false
 	}
 	return h.grp == nil || h.grp.inflight < h.grp.cap
@@ -304,8 +360,8 @@ func (g *Gate[T]) place(h *host[T], c *clock) {
 			h.at, h.idleSince = inIdle, c.stale()
 			g.idle.pushBack(h)
 		}
-	case h.par() > 0 && h.inflight >= h.par():
-		// Ticket.Done places it again.
+	case h.unsent > 0, g.par(h) > 0 && h.inflight >= g.par(h):
+		// Ticket.Sent or Ticket.Done places it again.
 	case c.future(h.startAt()):
 		h.at = inTimed
 		g.timed.push(h)
@@ -402,8 +458,10 @@ func (g *Gate[T]) Len() int {
 
 // Close wakes every blocked Put and Get with ErrClosed and returns the items
 // still parked, in Put order, so the caller can put them back. Tickets
-// handed out before stay valid (Done is harmless). Idempotent: later calls
-// return nil.
+// handed out before stay valid (Done is harmless). Hosts still under a
+// delay or hold, or with back-off strikes or an adapted delay, are left
+// with the Limiter, so that the next Gate over it keeps them (see
+// Limiter). Idempotent: later calls return nil.
 func (g *Gate[T]) Close() []T {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -414,10 +472,14 @@ func (g *Gate[T]) Close() []T {
 	g.closed = true
 	close(g.done)
 	all := make([]item[T], 0, g.parked)
+	c := g.clock()
 	for _, h := range g.hosts {
 		for h.q.len() > 0 {
 			all = append(all, h.q.pop())
 		}
+		// The next Gate over the Limiter (the next crawl) picks up
+		// where this one leaves the host.
+		remember(g.lim, h, c.now())
 	}
 	g.parked = 0
 	// Tickets still out point at their host and group, so Done keeps
@@ -462,7 +524,10 @@ func (g *Gate[T]) Stats() Stats {
 }
 
 // releaser is the Gate behind a Ticket, without its type parameter.
-type releaser interface{ release(*Ticket, Result) }
+type releaser interface {
+	release(*Ticket, Result)
+	sent(*Ticket, time.Time)
+}
 
 // Ticket is a started request's claim on its host; call Done once the
 // request has ended. The zero value and nil are valid no-op tickets. Safe
@@ -473,9 +538,59 @@ type Ticket struct {
 	grp   any // *group[T] charged at the start, nil if none
 	start time.Time
 	done  bool // guarded by the Gate's mu
+	// gap is the host's gap drawn at the start; unsent is set until Sent
+	// or Done, holds while the host waits for it (see SetAwaitSent). Both
+	// guarded by the Gate's mu.
+	gap    time.Duration
+	unsent bool
+	holds  bool
 	// free releases the Shared slot, if the start took one.
 	free     func()
 	freeOnce sync.Once
+}
+
+// Sent reports the moment at which the request reached the wire (its headers
+// were written): the host's next start is then at least the gap after at,
+// so Delay holds as the server sees it however long the request took to
+// get from Get to the wire (a dial, a TLS handshake, callbacks). Until
+// Sent or Done, a host with a gap starts nothing else when the Gate awaits
+// Sent (SetAwaitSent). Done without Sent
+// keeps the gap measured from Get. Only the first call counts, and none
+// after Done. See SetAwaitSent.
+func (t *Ticket) Sent(at time.Time) {
+	if t == nil || t.g == nil {
+		return
+	}
+	t.g.sent(t, at)
+}
+
+// HasGap reports whether the request's host had a gap (a delay) at its
+// start, so that reporting Sent matters. Safe to call without locks: the
+// gap is fixed when the Ticket is made.
+func (t *Ticket) HasGap() bool { return t != nil && t.gap > 0 }
+
+// sent implements releaser.
+func (g *Gate[T]) sent(t *Ticket, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.done || !t.unsent {
+		return
+	}
+	t.unsent = false
+	h := t.h.(*host[T])
+	if t.holds {
+		t.holds = false
+		h.unsent--
+	}
+	if next := at.Add(t.gap); next.After(h.nextStart) {
+		h.nextStart = next
+	}
+	if g.closed {
+		return
+	}
+	c := g.clock()
+	g.place(h, c)
+	wake(&g.getWake)
 }
 
 // Done reports the request finished and frees its host slot (and its

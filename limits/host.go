@@ -22,6 +22,10 @@ type host[T any] struct {
 	q   fifo[item[T]]
 
 	inflight int
+	// unsent counts requests taken with a gap whose Ticket has reported
+	// neither Sent nor Done: until they reach the wire, nobody knows when
+	// the gap ends, so the host starts nothing else.
+	unsent int
 	// nextStart is the earliest start the delay allows; hold the earliest
 	// start Retry-After or back-off allows.
 	nextStart time.Time

@@ -56,8 +56,14 @@ func MaxHold(d time.Duration) Option {
 
 // Limiter holds the rules and the robots.txt Crawl-delays; a Gate holds the
 // per-host scheduling state and consults its Limiter. The zero value is a
-// Limiter with no rules and default options, like New(). Safe for concurrent use; several Gates may share one
-// Limiter (each then keeps its own per-host state).
+// Limiter with no rules and default options, like New(). Safe for
+// concurrent use; several Gates may share one Limiter. Each Gate keeps its
+// own per-host state while it is open; when it closes, what must outlive it
+// (a host's next start under Delay or Crawl-delay, a Retry-After or back-off
+// hold, back-off strikes, an AutoThrottle delay) stays with the Limiter, and
+// a Gate opened later (the next crawl) starts each host from there. So
+// politeness belongs to the Limiter's owner, not to one Gate. Remembered
+// hosts are forgotten once their hold has passed and IdleTimeout elapsed.
 type Limiter struct {
 	ignoreCrawl bool
 	idleTimeout time.Duration
@@ -77,6 +83,24 @@ type Limiter struct {
 	rules   []*Rule
 	entries []*entry
 	crawl   map[string]time.Duration
+
+	// memMu guards mem and memSweep.
+	memMu sync.Mutex
+	// mem holds what closed Gates left of their hosts, by host key.
+	mem map[string]memo
+	// memSweep is the size of mem at which remember next drops expired
+	// entries, so that the sweep costs O(1) per entry amortised.
+	memSweep int
+}
+
+// memo is the part of a host's state that outlives a Gate.
+type memo struct {
+	nextStart, hold time.Time
+	strikes         int
+	adapt           time.Duration
+	learned         bool
+	// expires is when the memo is no longer worth keeping.
+	expires time.Time
 }
 
 // entry is the snapshot of a Rule taken by Add; the Gate reads only this.
@@ -206,6 +230,67 @@ func (l *Limiter) lookup(host string) (*entry, uint64) {
 		}
 	}
 	return nil, v
+}
+
+// MaxHold returns the cap on waits a server imposes on itself (see the
+// MaxHold option), for callers that schedule such waits themselves, like
+// a retry after Retry-After.
+func (l *Limiter) MaxHold() time.Duration { return l.holdCap() }
+
+// remember keeps what must outlive h's Gate, if anything: a start still
+// to wait for, strikes or an adapted delay.
+func remember[T any](l *Limiter, h *host[T], now time.Time) {
+	startAt := h.nextStart
+	if h.hold.After(startAt) {
+		startAt = h.hold
+	}
+	if !startAt.After(now) && h.strikes == 0 && !h.learned {
+		return
+	}
+	m := memo{nextStart: h.nextStart, hold: h.hold, strikes: h.strikes, adapt: h.adapt, learned: h.learned,
+		expires: now.Add(l.idle())}
+	if startAt.After(now) {
+		m.expires = startAt.Add(l.idle())
+	}
+	l.memMu.Lock()
+	defer l.memMu.Unlock()
+	if l.mem == nil {
+		l.mem = make(map[string]memo)
+	}
+	if old, ok := l.mem[h.key]; ok {
+		// Two Gates (a collector and its clone) crawled the host at
+		// once: keep the later of each wait.
+		m.nextStart = later(m.nextStart, old.nextStart)
+		m.hold = later(m.hold, old.hold)
+		m.expires = later(m.expires, old.expires)
+	}
+	l.mem[h.key] = m
+	if len(l.mem) >= l.memSweep {
+		for k, v := range l.mem {
+			if !v.expires.After(now) {
+				delete(l.mem, k)
+			}
+		}
+		l.memSweep = max(64, 2*len(l.mem))
+	}
+}
+
+// recall gives a new host of a Gate what an earlier Gate left of it.
+func recall[T any](l *Limiter, h *host[T]) {
+	l.memMu.Lock()
+	m, ok := l.mem[h.key]
+	l.memMu.Unlock()
+	if !ok {
+		return
+	}
+	h.nextStart, h.hold, h.strikes, h.adapt, h.learned = m.nextStart, m.hold, m.strikes, m.adapt, m.learned
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (l *Limiter) idle() time.Duration       { return orDefault(l.idleTimeout, DefaultIdleTimeout) }
