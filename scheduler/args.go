@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 )
 
 // PoolArgs sizes one buffer pool: buffers of BufferCap items, at most
@@ -51,6 +52,12 @@ type DataArgs struct {
 	DownloadWorkers int `json:"download_workers"`
 	AnalyzeWorkers  int `json:"analyze_workers"`
 	PipelineWorkers int `json:"pipeline_workers"`
+	// WorkerIdle, when positive, makes the download and analyze stages
+	// elastic: each starts with one worker, starts another (up to
+	// DownloadWorkers or AnalyzeWorkers) whenever work waits that no idle
+	// worker will take, and a worker beyond the first exits after
+	// WorkerIdle without work. Zero keeps fixed pools of exactly that many.
+	WorkerIdle time.Duration `json:"worker_idle"`
 }
 
 // Check returns an error wrapping ErrInvalidArgs that names the first bad
@@ -64,6 +71,9 @@ func (a DataArgs) Check() error {
 	}
 	if err := a.Item.check("Item."); err != nil {
 		return err
+	}
+	if a.WorkerIdle < 0 {
+		return fmt.Errorf("%w: WorkerIdle is %v, want >= 0", ErrInvalidArgs, a.WorkerIdle)
 	}
 	if a.ErrorBuffer < 0 {
 		return fmt.Errorf("%w: ErrorBuffer is %d, want >= 0", ErrInvalidArgs, a.ErrorBuffer)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/magpiecrawl/magpie/internal/buffer"
 )
@@ -35,8 +36,13 @@ type run[Req, Resp, Item any] struct {
 	afterDone chan struct{} // closed when the context watcher has returned
 	wg        sync.WaitGroup
 
-	stopping atomic.Bool   // set before cancel: workers hand back what they take
-	done     chan struct{} // closed once the run is stopped
+	stopping atomic.Bool // set before cancel: workers hand back what they take
+	// spawnMu orders starting an elastic worker (wg.Add) before shutdown's
+	// wg.Wait: stopping is set under it.
+	spawnMu sync.Mutex
+	// dl and an count the download and analyze workers, for elastic stages.
+	dl, an stage
+	done   chan struct{} // closed once the run is stopped
 	// shuttingDown is set by stop before it shuts the run down; a refused
 	// Stop waits for done only then (a status set by other means has no
 	// shutdown to wait for).
@@ -113,15 +119,28 @@ func newRun[Req, Resp, Item any](ra RequestArgs[Req], da DataArgs) (*run[Req, Re
 	return r, nil
 }
 
-// start launches the fixed worker pools and the overflow feeder.
+// stage counts the workers of one elastic stage.
+type stage struct {
+	running atomic.Int64 // workers started and not exited
+	idle    atomic.Int64 // workers waiting for work
+}
+
+// start launches the worker pools (one worker per elastic stage, see
+// DataArgs.WorkerIdle) and the overflow feeder.
 func (r *run[Req, Resp, Item]) start() {
 	r.wg.Add(1)
 	go r.feed()
-	for range r.da.DownloadWorkers {
+	nd, na := r.da.DownloadWorkers, r.da.AnalyzeWorkers
+	if r.da.WorkerIdle > 0 {
+		nd, na = 1, 1
+	}
+	r.dl.running.Store(int64(nd))
+	r.an.running.Store(int64(na))
+	for range nd {
 		r.wg.Add(1)
 		go r.downloadLoop()
 	}
-	for range r.da.AnalyzeWorkers {
+	for range na {
 		r.wg.Add(1)
 		go r.analyzeLoop()
 	}
@@ -134,7 +153,9 @@ func (r *run[Req, Resp, Item]) start() {
 // shutdown cancels the run, waits for every goroutine it started, and
 // collects what was left.
 func (r *run[Req, Resp, Item]) shutdown() {
+	r.spawnMu.Lock()
 	r.stopping.Store(true)
+	r.spawnMu.Unlock()
 	r.cancel()
 	r.wg.Wait()
 
@@ -224,6 +245,7 @@ func (r *run[Req, Resp, Item]) enqueue(req Req) {
 	if r.overflow.n.Load() == 0 {
 		ok, err := r.reqs.TryPut(req)
 		if ok {
+			r.growDownload()
 			return
 		}
 		if err != nil {
@@ -276,4 +298,58 @@ func (r *run[Req, Resp, Item]) admitAll(reqs []Req) []Req {
 	}
 	clear(reqs[len(kept):])
 	return kept
+}
+
+// errRetire ends an elastic worker that found no work for WorkerIdle.
+var errRetire = errors.New("idle worker retired")
+
+// growDownload and growAnalyze start a worker for an elastic stage when
+// work waits that the idle workers will not take all of.
+func (r *run[Req, Resp, Item]) growDownload() {
+	r.grow(&r.dl, r.reqs.Total(), r.da.DownloadWorkers, r.downloadLoop)
+}
+func (r *run[Req, Resp, Item]) growAnalyze() {
+	r.grow(&r.an, r.resps.Total(), r.da.AnalyzeWorkers, r.analyzeLoop)
+}
+
+func (r *run[Req, Resp, Item]) grow(st *stage, waiting, most int, loop func()) {
+	if r.da.WorkerIdle <= 0 || int64(waiting) <= st.idle.Load() || st.running.Load() >= int64(most) {
+		return
+	}
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	if r.stopping.Load() || st.running.Load() >= int64(most) {
+		return
+	}
+	st.running.Add(1)
+	r.wg.Add(1)
+	go loop()
+}
+
+// take gets the next piece of work of a stage from p: at once if some
+// waits, else it waits. An elastic stage's worker (idle > 0) waits at most
+// idle and then retires (errRetire), unless it is the stage's last worker.
+// Other errors are the pool's (closed) or ctx's, the run's context.
+func take[T any](ctx context.Context, idle time.Duration, p *buffer.Pool[T], st *stage) (T, error) {
+	v, ok, err := p.TryGet()
+	if ok || err != nil {
+		return v, err
+	}
+	if idle <= 0 {
+		return p.Get(ctx)
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, idle)
+		st.idle.Add(1)
+		v, err = p.Get(wctx)
+		st.idle.Add(-1)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return v, err
+		}
+		if st.running.Add(-1) > 0 {
+			return v, errRetire
+		}
+		st.running.Add(1) // the last worker stays
+	}
 }

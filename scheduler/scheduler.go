@@ -151,6 +151,7 @@ func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) er
 			return err
 		}
 		r.stats.requestsAccepted.Add(1)
+		r.growDownload()
 	}
 	return nil
 }

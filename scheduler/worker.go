@@ -28,6 +28,7 @@ func (r *run[Req, Resp, Item]) feed() {
 					r.leaveRequests(batch[i:]...)
 					return
 				}
+				r.growDownload()
 			}
 		}
 	}
@@ -36,7 +37,7 @@ func (r *run[Req, Resp, Item]) feed() {
 func (r *run[Req, Resp, Item]) downloadLoop() {
 	defer r.wg.Done()
 	for {
-		req, err := r.reqs.Get(r.ctx)
+		req, err := take(r.ctx, r.da.WorkerIdle, r.reqs, &r.dl)
 		if err != nil {
 			return
 		}
@@ -46,8 +47,33 @@ func (r *run[Req, Resp, Item]) downloadLoop() {
 			r.leaveRequests(req)
 			return
 		}
-		r.download(req)
+		r.guard(r.downloadLoop, true, func() { r.download(req) })
 	}
+}
+
+// guard runs one job of a worker. A job that never returns because its
+// goroutine was ended by runtime.Goexit (user code in a module may call it,
+// as t.FailNow does) would strand its pending unit and shrink the pool:
+// guard releases the unit when the job had not (release) and starts a
+// replacement worker running loop, unless the run is stopping. Panics are
+// recovered further down, where the job can still report them.
+func (r *run[Req, Resp, Item]) guard(loop func(), release bool, job func()) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		r.stats.panics.Add(1)
+		if release {
+			r.pending.add(-1)
+		}
+		if !r.stopping.Load() {
+			r.wg.Add(1) // this goroutine's own count is still held
+			go loop()
+		}
+	}()
+	job()
+	returned = true
 }
 
 // download fetches one request and hands its response on. The request's
@@ -82,7 +108,9 @@ func (r *run[Req, Resp, Item]) download(req Req) {
 	if err := r.resps.Put(r.ctx, resp); err != nil {
 		r.leaveResponses(resp)
 		r.pending.add(-1)
+		return
 	}
+	r.growAnalyze()
 }
 
 func (r *run[Req, Resp, Item]) callDownload(d Downloader[Req, Resp], req Req) (resp Resp, err error) {
@@ -97,7 +125,7 @@ func (r *run[Req, Resp, Item]) callDownload(d Downloader[Req, Resp], req Req) (r
 func (r *run[Req, Resp, Item]) analyzeLoop() {
 	defer r.wg.Done()
 	for {
-		resp, err := r.resps.Get(r.ctx)
+		resp, err := take(r.ctx, r.da.WorkerIdle, r.resps, &r.an)
 		if err != nil {
 			return
 		}
@@ -105,7 +133,8 @@ func (r *run[Req, Resp, Item]) analyzeLoop() {
 			r.leaveResponses(resp)
 			return
 		}
-		r.analyze(resp)
+		// analyze releases its unit in a deferred call, Goexit or not.
+		r.guard(r.analyzeLoop, false, func() { r.analyze(resp) })
 	}
 }
 
@@ -167,7 +196,7 @@ func (r *run[Req, Resp, Item]) pipelineLoop() {
 			r.leaveItems(item)
 			return
 		}
-		r.process(item)
+		r.guard(r.pipelineLoop, false, func() { r.process(item) })
 	}
 }
 
