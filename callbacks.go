@@ -196,14 +196,39 @@ func deleteDetached[T any](s []T, del func(T) bool) []T {
 
 // safely runs one user callback, turning a panic into an error wrapping
 // ErrCallbackPanic so that the crawl goes on.
+//
+// A callback that calls runtime.Goexit (t.FailNow does) cannot be stopped
+// from ending its goroutine; safely notes which callback it was, and the
+// engine's worker, whose deferred calls still run, reports the request like
+// a panic (see goexitError) and the scheduler replaces the worker.
 func (c *Collector) safely(name string, f func()) (err error) {
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			err = &CallbackPanicError{Callback: name, Value: v, Stack: debug.Stack()}
+			return
+		}
+		if !returned {
+			c.goexits.Store(goroutineID(), name)
 		}
 	}()
 	f()
+	returned = true
 	return nil
+}
+
+// goexitError is the error for a request whose processing was cut short on
+// this goroutine by a panic that escaped (v, a bug) or, v nil, by
+// runtime.Goexit in the callback safely noted.
+func (c *Collector) goexitError(v any) error {
+	if v != nil {
+		return &CallbackPanicError{Callback: "engine", Value: v, Stack: debug.Stack()}
+	}
+	name := "callback"
+	if n, ok := c.goexits.LoadAndDelete(goroutineID()); ok {
+		name = n.(string)
+	}
+	return &CallbackPanicError{Callback: name, Value: ErrCallbackGoexit, Stack: debug.Stack()}
 }
 
 // handleOnError runs the OnError callbacks; a panic in one is logged, as

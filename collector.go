@@ -32,9 +32,6 @@ type LimitRule = limits.Rule
 // defaultUserAgent is sent when neither the collector nor the request sets one.
 const defaultUserAgent = "magpie - https://github.com/magpiecrawl/magpie"
 
-// defaultWorkers is the download concurrency of Visit and Wait.
-const defaultWorkers = 16
-
 // robotsTTL is how long a parsed robots.txt is trusted.
 const robotsTTL = time.Hour
 
@@ -112,6 +109,9 @@ type Collector struct {
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
+	// goexits maps a goroutine ID to the callback that called
+	// runtime.Goexit on it, for the engine's report (see safely).
+	goexits sync.Map
 
 	requestCount  atomic.Uint32
 	responseCount atomic.Uint32
@@ -144,7 +144,6 @@ func NewCollector(options ...CollectorOption) *Collector {
 		Context:     context.Background(),
 		ID:          collectorIDs.Add(1),
 		logger:      slog.New(slog.DiscardHandler),
-		workers:     defaultWorkers,
 		visitMu:     &sync.Mutex{},
 	}
 	st := &storage.InMemoryStorage{}

@@ -64,8 +64,29 @@ type run struct {
 	stopped chan struct{}
 }
 
-// startRun starts a crawl over front with workers download workers.
+// MaxWorkers is the most downloads a crawl without Workers(n) runs at once.
+// Such a crawl's pool follows the LimitRules: it runs as many downloads as
+// the active hosts allow (the sum of their Parallelism, within each rule's
+// TotalParallelism, DefaultHostParallelism for a host no rule limits), up
+// to this ceiling, and fewer when fewer hosts have work.
+const MaxWorkers = 256
+
+// DefaultHostParallelism is the most requests in flight to a host that no
+// LimitRule limits, in a crawl without Workers(n). With Workers(n) such a
+// host may take all n.
+const DefaultHostParallelism = 16
+
+// autoWorkerIdle is how long a worker of a pool sized by the limits stays
+// without work before it exits.
+const autoWorkerIdle = time.Second
+
+// startRun starts a crawl over front with workers download workers; workers
+// <= 0 sizes the pool by the limits (MaxWorkers, DefaultHostParallelism).
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
+	auto := workers <= 0
+	if auto {
+		workers = MaxWorkers
+	}
 	c.shared.backend.keepIdleFor(workers)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{
@@ -75,6 +96,12 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		stopped: make(chan struct{}),
 		gate:    limits.NewGate[*Request](c.shared.limiter, cfg.parked(workers)),
 		sched:   scheduler.New[*Request, *Response, item](),
+	}
+	// fetch reports when each request reaches the wire (Ticket.Sent), so
+	// a host's Delay is measured as the server sees it.
+	r.gate.SetAwaitSent(true)
+	if auto {
+		r.gate.SetHostCap(DefaultHostParallelism)
 	}
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
 	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
@@ -101,6 +128,11 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		DownloadWorkers: workers,
 		AnalyzeWorkers:  workers,
 		PipelineWorkers: 1,
+	}
+	if auto {
+		// The pool grows with the downloads the limits let start (the
+		// tokens) and shrinks when hosts fall idle.
+		da.WorkerIdle = autoWorkerIdle
 	}
 	ma := scheduler.ModuleArgs[*Request, *Response, item]{
 		Downloaders: []scheduler.Downloader[*Request, *Response]{d},
@@ -226,19 +258,41 @@ func (r *run) drainErrors() {
 // them to OnError and counts the request finished.
 func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ error) {
 	defer func() { <-r.tokens }()
+	returned := false
 	defer func() {
 		if v := recover(); v != nil {
 			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
+			return
+		}
+		if !returned {
+			// A request callback called runtime.Goexit: this goroutine
+			// ends and its response never reaches an analyzer, so the
+			// request is reported and finished here, like a panic.
+			r.abandon(req, &Response{Request: req, Ctx: req.Ctx}, nil)
 		}
 	}()
 	cbs := r.c.snapshotCallbacks()
 	if !r.c.userCodeInFetch(cbs) {
 		// Nothing in the fetch can call Visit, so the goroutine needs no
 		// mark (and the sync-mode goroutine-ID lookup is saved).
-		return r.c.fetch(ctx, r.cfg, cbs, req), nil
+		resp = r.c.fetch(ctx, r.cfg, cbs, req)
+		returned = true
+		return resp, nil
 	}
 	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
+	returned = true
 	return resp, nil
+}
+
+// abandon reports and finishes req, whose processing was cut short on this
+// goroutine by runtime.Goexit in a callback (v nil) or by a panic that
+// escaped (v). finish runs even if an OnError callback exits the goroutine
+// again.
+func (r *run) abandon(req *Request, resp *Response, v any) {
+	err := r.c.goexitError(v)
+	resp.err = err
+	defer r.finish(req, err)
+	r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(resp, err) })
 }
 
 // userCodeInFetch reports whether a fetch with cbs runs user code that might
@@ -255,7 +309,16 @@ func (c *Collector) userCodeInFetch(cbs *callbacks) bool {
 // analyze is the scheduler's parser: it runs the response callbacks and
 // finishes the request.
 func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
+	returned := false
+	defer func() {
+		if !returned {
+			// runtime.Goexit in a callback (or an escaped panic, a
+			// bug): the request never reached finish.
+			r.abandon(resp.Request, resp, recover())
+		}
+	}()
 	r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+	returned = true
 	return nil, nil, nil
 }
 

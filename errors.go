@@ -85,6 +85,11 @@ var (
 	// ErrCallbackPanic is wrapped by the error delivered to OnError when a
 	// callback panicked; the crawl goes on.
 	ErrCallbackPanic = errors.New("callback panicked")
+	// ErrCallbackGoexit is wrapped, with ErrCallbackPanic, by the error
+	// delivered to OnError when a callback called runtime.Goexit (as
+	// t.FailNow does): the request is reported like a panic and the crawl
+	// goes on.
+	ErrCallbackGoexit = errors.New("callback called runtime.Goexit")
 	// ErrStopped is returned for requests that were admitted but discarded by Stop.
 	ErrStopped = errors.New("collector stopped")
 	// ErrTooManyRedirects is returned when a request is redirected more than 10 times.

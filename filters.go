@@ -84,9 +84,6 @@ func (c *Collector) snapshot() *config {
 	if cfg.stdCtx == nil {
 		cfg.stdCtx = context.Background()
 	}
-	if cfg.workers <= 0 {
-		cfg.workers = defaultWorkers
-	}
 	if cfg.cacheDir != "" {
 		cfg.cache = &fileCache{dir: cfg.cacheDir, expiration: cfg.cacheExpiration}
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -352,7 +354,13 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 		hreq = trace.WithTrace(hreq)
 	}
 	start := time.Now()
+	if req.ticket.HasGap() {
+		hreq = withSentReport(hreq, req.ticket)
+	}
 	res, err := c.shared.backend.get().Do(hreq)
+	// A transport that reported no write (not an *http.Transport, or a
+	// failed dial) is taken to have sent at the call.
+	req.ticket.Sent(start)
 	f := &fetched{trace: trace, redirects: st.chain, latency: time.Since(start)}
 	f.proxyURL = proxyURLFromContext(ctx)
 	if err != nil {
@@ -363,6 +371,14 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	}
 	f.status, f.statusText, f.header, f.body = res.StatusCode, res.Status, res.Header, res.Body
 	return f, nil
+}
+
+// withSentReport has hreq report to t the moment its headers are written,
+// the start of the request as the server sees it, from which the host's
+// Delay is measured (limits.Ticket.Sent).
+func withSentReport(hreq *http.Request, t *limits.Ticket) *http.Request {
+	ct := &httptrace.ClientTrace{WroteHeaders: func() { t.Sent(time.Now()) }}
+	return hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), ct))
 }
 
 // isTimeout reports network timeouts, for the retry policy.
@@ -383,6 +399,13 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		result.Err = err
 		return resp
 	}
+	hctx, cancel := fetchContext(ctx, req.stdContext())
+	defer cancel()
+	if err := hctx.Err(); err != nil {
+		// StdlibContext is done (or the crawl stopped): nothing more
+		// may reach a server.
+		return fail(err)
+	}
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
@@ -401,18 +424,12 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
 	// does): robots.txt must judge the agent actually sent.
 	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
-		if err := c.checkRobots(ctx, cfg, req.URL, ua); err != nil {
+		if err := c.checkRobots(hctx, cfg, req.URL, ua); err != nil {
 			return fail(err)
 		}
 	}
 	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
 		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if req.stdCtx != nil {
-		stop := context.AfterFunc(req.stdCtx, cancel)
-		defer stop()
 	}
 	useCache := cfg.cache != nil && req.Method == http.MethodGet && req.Headers.Get("Cache-Control") != "no-cache"
 	if useCache {
@@ -464,7 +481,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		req.URL = f.finalURL
 	}
 	resp.StatusCode, resp.Headers, resp.Redirects, resp.Trace = f.status, &f.header, f.redirects, f.trace
-	resp.retryAfter = parseRetryAfter(f.header.Get("Retry-After"))
+	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
 	result.StatusCode, result.RetryAfter = f.status, resp.retryAfter
 	if err := c.responseHeaders(cbs, resp); err != nil {
 		return fail(err)
@@ -487,6 +504,19 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	resp = c.finishBody(cfg, resp)
 	result.Err = resp.err
 	return resp
+}
+
+// fetchContext is the context one fetch runs under: derived from std (the
+// StdlibContext), so that its cancellation stops new requests at once and
+// its deadline surfaces as context.DeadlineExceeded, and cancelled too when
+// the crawl's own context (Stop) ends.
+func fetchContext(crawl, std context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(std)
+	stop := context.AfterFunc(crawl, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // responseHeaders runs OnResponseHeaders; Abort there fails the request.
@@ -523,12 +553,29 @@ func (c *Collector) finishBody(cfg *config, resp *Response) *Response {
 	return resp
 }
 
-// parseRetryAfter reads Retry-After in seconds or as an HTTP date (0 if absent or invalid).
+// capRetryAfter caps a server's Retry-After at the limiter's MaxHold, the
+// cap of every wait a server imposes (the host's hold and a retry's wait
+// alike), and says so in the log: a server cannot park the crawl for years.
+func (c *Collector) capRetryAfter(req *Request, d time.Duration) time.Duration {
+	hold := c.shared.limiter.MaxHold()
+	if d <= hold {
+		return d
+	}
+	c.logger.Warn("Retry-After capped at MaxHold", "url", req.URL.String(), "host", req.URL.Host, "request_id", req.ID,
+		"retry_after", d, "duration", hold)
+	return hold
+}
+
+// parseRetryAfter reads Retry-After in seconds or as an HTTP date (0 if absent
+// or invalid; a number of seconds too large for a Duration is the largest one).
 func parseRetryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+	if s, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || s > uint64(math.MaxInt64/int64(time.Second)) {
+			return math.MaxInt64
+		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {

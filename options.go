@@ -117,8 +117,10 @@ func TraceHTTP() CollectorOption {
 	return func(c *Collector) { c.TraceHTTP = true }
 }
 
-// StdlibContext sets the context every fetch runs under: cancelling it makes
-// pending fetches fail with the context's error.
+// StdlibContext sets the context every fetch runs under. Once it is done no
+// new request starts: requests not yet sent fail with its error
+// (context.Canceled, or context.DeadlineExceeded for a deadline, as
+// errors.Is tells), and so do those in flight.
 func StdlibContext(ctx context.Context) CollectorOption {
 	return func(c *Collector) { c.Context = ctx }
 }
@@ -177,8 +179,13 @@ func MaxParked(n int) CollectorOption {
 	}
 }
 
-// Workers sets how many downloads run at once for Visit and Wait (default 16).
-// Per-host politeness is set with Limit; queue.Run uses its own thread count.
+// Workers fixes how many downloads run at once for Visit and Wait. Without
+// it the pool follows the LimitRules: as many downloads as the hosts with
+// work allow (the sum of their Parallelism, within each rule's
+// TotalParallelism; DefaultHostParallelism for a host no rule limits), up to
+// MaxWorkers, so a Colly program's LimitRule{Parallelism: 64} gets 64 in
+// flight. With Workers(n) a host no rule limits may take all n. Per-host
+// politeness is set with Limit; queue.Run uses its own thread count.
 func Workers(n int) CollectorOption {
 	return func(c *Collector) {
 		if n > 0 {
@@ -205,7 +212,9 @@ type RetryOptions struct {
 	// BaseDelay is the wait before the first retry; it doubles each attempt (default 500 ms).
 	BaseDelay time.Duration
 	// MaxDelay caps the backoff, jitter included (default 30 s). A longer
-	// Retry-After from the server is still honoured.
+	// Retry-After from the server is still honoured, up to the limiter's
+	// MaxHold (limits.DefaultMaxHold, 10 minutes); a longer one is capped
+	// there and logged at Warn.
 	MaxDelay time.Duration
 	// Statuses are the HTTP statuses retried (default 408, 425, 429, 500, 502, 503, 504).
 	Statuses []int
