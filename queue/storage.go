@@ -29,6 +29,8 @@ type InMemoryQueueStorage struct {
 var (
 	_ storage.Queue         = (*InMemoryQueueStorage)(nil)
 	_ storage.QueueNotifier = (*InMemoryQueueStorage)(nil)
+	_ storage.LeaseRenewer  = (*InMemoryQueueStorage)(nil)
+	_ storage.BatchReleaser = (*InMemoryQueueStorage)(nil)
 )
 
 func (s *InMemoryQueueStorage) queue() *storage.MemoryQueue {
@@ -65,6 +67,16 @@ func (s *InMemoryQueueStorage) Release(ctx context.Context, id string, notBefore
 // Len implements storage.Queue.
 func (s *InMemoryQueueStorage) Len(ctx context.Context) (storage.QueueLen, error) {
 	return s.queue().Len(ctx)
+}
+
+// Renew implements storage.LeaseRenewer.
+func (s *InMemoryQueueStorage) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	return s.queue().Renew(ctx, ttl, ids...)
+}
+
+// ReleaseBatch implements storage.BatchReleaser.
+func (s *InMemoryQueueStorage) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	return s.queue().ReleaseBatch(ctx, notBefore, ids...)
 }
 
 // Notify implements storage.QueueNotifier.
@@ -185,6 +197,15 @@ func (q *collyQueue) Ack(ctx context.Context, ids ...string) error {
 
 func (q *collyQueue) Release(ctx context.Context, id string, notBefore time.Time) error {
 	return q.local.Release(ctx, id, notBefore)
+}
+
+// Renew implements storage.LeaseRenewer: leased requests live in local.
+func (q *collyQueue) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	return q.local.Renew(ctx, ttl, ids...)
+}
+
+func (q *collyQueue) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	return q.local.ReleaseBatch(ctx, notBefore, ids...)
 }
 
 func (q *collyQueue) Len(ctx context.Context) (storage.QueueLen, error) {

@@ -18,3 +18,9 @@ func TestInMemoryStorageVisited(t *testing.T) {
 func TestInMemoryStorageCookies(t *testing.T) {
 	storagetest.RunCookies(t, func(*testing.T) storage.CookieStore { return &storage.InMemoryStorage{} })
 }
+
+func TestMemoryVisitedQueueConformance(t *testing.T) {
+	storagetest.RunVisitedQueue(t, func(*testing.T) (storage.Storage, storage.Queue) {
+		return &storage.InMemoryStorage{}, storage.NewMemoryQueue(0)
+	})
+}

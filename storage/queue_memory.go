@@ -17,7 +17,8 @@ import (
 var ErrInvalidArgument = errors.New("storage: invalid argument")
 
 // MemoryQueue is the in-memory Queue: the default frontier, lost when the
-// process ends. It implements Queue and QueueNotifier.
+// process ends. It implements Queue, QueueNotifier, LeaseRenewer and
+// BatchReleaser.
 //
 // Ready entries are leased in push order; a released entry keeps its place
 // (it goes back before entries pushed after it). Delayed entries and leases
@@ -172,9 +173,19 @@ func (q *MemoryQueue) Release(ctx context.Context, id string, notBefore time.Tim
 	if q.closed {
 		return ErrClosed
 	}
+	if !q.releaseLocked(id, notBefore) {
+		return fmt.Errorf("%w: %s", ErrUnknownLease, id)
+	}
+	q.notifyLocked()
+	return nil
+}
+
+// releaseLocked moves a held lease back to ready or delayed and reports
+// whether id was held.
+func (q *MemoryQueue) releaseLocked(id string, notBefore time.Time) bool {
 	e, ok := q.leases[id]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownLease, id)
+		return false
 	}
 	delete(q.leases, id)
 	heap.Remove(&q.leased, e.index)
@@ -187,7 +198,62 @@ func (q *MemoryQueue) Release(ctx context.Context, id string, notBefore time.Tim
 		e.at = time.Time{}
 		heap.Push(&q.ready, e)
 	}
+	return true
+}
+
+// Renew implements LeaseRenewer: each held lease runs ttl from now. A lease
+// whose deadline passed but that no Lease or Len has taken back yet is
+// still held and is renewed.
+func (q *MemoryQueue) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%w: Renew(ttl=%v)", ErrInvalidArgument, ttl)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
+	deadline := time.Now().Add(ttl)
+	var unknown []string
+	for _, id := range ids {
+		e, ok := q.leases[id]
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		e.at = deadline
+		heap.Fix(&q.leased, e.index)
+	}
+	q.armLocked()
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: %s", ErrUnknownLease, strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// ReleaseBatch implements BatchReleaser under one lock.
+func (q *MemoryQueue) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
+	var unknown []string
+	for _, id := range ids {
+		if !q.releaseLocked(id, notBefore) {
+			unknown = append(unknown, id)
+		}
+	}
 	q.notifyLocked()
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: %s", ErrUnknownLease, strings.Join(unknown, ", "))
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -133,4 +134,132 @@ type QueueNotifier interface {
 	// Notify returns a channel that receives a value after a Push, a Release
 	// or an expired lease. Sends never block; one value may stand for many events.
 	Notify() <-chan struct{}
+}
+
+// ErrUnsupported is returned by RenewLeases for a queue that cannot extend
+// its leases (it does not implement LeaseRenewer).
+var ErrUnsupported = errors.New("storage: operation not supported by this store")
+
+// LeaseRenewer is implemented by queues that can extend leases in place, so
+// that a consumer holding entries longer than one lease (entries waiting
+// behind a slow host) keeps them without their expiring and being fetched
+// twice, while a crashed consumer's entries still come back one ttl after
+// its last renewal. The in-memory queue, sqlitestore and redisstore
+// implement it.
+type LeaseRenewer interface {
+	// Renew extends each lease in ids to ttl from now, in one round trip.
+	// Leases no longer held (acknowledged, released, or expired and taken
+	// over) are skipped and reported in an error wrapping ErrUnknownLease;
+	// the others are renewed all the same. A lease that expired but was not
+	// taken over yet is renewed.
+	Renew(ctx context.Context, ttl time.Duration, ids ...string) error
+}
+
+// BatchReleaser is implemented by queues that release many leases in one
+// round trip. Use ReleaseBatch, which falls back to a loop of Release.
+type BatchReleaser interface {
+	// ReleaseBatch releases each lease in ids as Release does, all ready at
+	// notBefore. Leases not held are skipped and reported in an error
+	// wrapping ErrUnknownLease; the others are released all the same.
+	ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error
+}
+
+// VisitedPusher is implemented by stores that keep the visited set and the
+// queue together (sqlitestore, redisstore), so that the links a response
+// yields are checked against the visited set and pushed in one round trip.
+// Use PushUnvisited, which falls back to IsVisited and one Push.
+type VisitedPusher interface {
+	// PushUnvisited pushes data[i] for every i whose keys[i] is not in the
+	// visited set, atomically (all of those or none), and reports per entry
+	// whether it was pushed. It marks nothing visited. keys and data have
+	// the same length. A queue with a maximum size returns ErrQueueFull,
+	// pushing nothing, when the unvisited entries do not all fit.
+	PushUnvisited(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error)
+}
+
+// RenewLeases renews ids on q for ttl; it returns ErrUnsupported when q is
+// not a LeaseRenewer.
+func RenewLeases(ctx context.Context, q Queue, ttl time.Duration, ids ...string) error {
+	r, ok := q.(LeaseRenewer)
+	if !ok {
+		return ErrUnsupported
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return r.Renew(ctx, ttl, ids...)
+}
+
+// ReleaseBatch releases ids on q, ready at notBefore, in one round trip when
+// q is a BatchReleaser and with one Release per ID otherwise. Every ID is
+// tried; the errors are joined (ErrUnknownLease for leases not held).
+func ReleaseBatch(ctx context.Context, q Queue, notBefore time.Time, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if b, ok := q.(BatchReleaser); ok {
+		return b.ReleaseBatch(ctx, notBefore, ids...)
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := q.Release(ctx, id, notBefore); err != nil {
+			errs = append(errs, err)
+			if !errors.Is(err, ErrUnknownLease) {
+				// The store is failing: the rest would fail the same way.
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrLengthMismatch is returned by PushUnvisited when keys and data differ
+// in length.
+var ErrLengthMismatch = errors.New("storage: keys and data differ in length")
+
+// PushUnvisited pushes to q the entries of data whose keys are not in the
+// visited set st, and reports per entry whether it was pushed. When st and q
+// are the same store and it implements VisitedPusher, that takes one round
+// trip; otherwise st.IsVisited is asked per key and the unvisited entries
+// are pushed with one Push. A nil st checks nothing and pushes everything.
+func PushUnvisited(ctx context.Context, st Storage, q Queue, keys []uint64, data [][]byte) ([]bool, error) {
+	if len(keys) != len(data) {
+		return nil, fmt.Errorf("%w: %d keys, %d entries", ErrLengthMismatch, len(keys), len(data))
+	}
+	if len(data) == 0 {
+		return nil, nil
+	}
+	if vp, ok := q.(VisitedPusher); ok && st != nil && sameStore(st, q) {
+		return vp.PushUnvisited(ctx, keys, data)
+	}
+	pushed := make([]bool, len(data))
+	todo := make([][]byte, 0, len(data))
+	for i, k := range keys {
+		if st != nil {
+			seen, err := st.IsVisited(k)
+			if err != nil {
+				return nil, err
+			}
+			if seen {
+				continue
+			}
+		}
+		pushed[i] = true
+		todo = append(todo, data[i])
+	}
+	if err := q.Push(ctx, todo...); err != nil {
+		return nil, err
+	}
+	return pushed, nil
+}
+
+// sameStore reports whether st and q are one object; comparing interface
+// values of an uncomparable dynamic type would panic, hence the recover.
+func sameStore(st Storage, q Queue) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return any(st) == any(q)
 }

@@ -13,6 +13,10 @@ func TestConformance(t *testing.T) {
 	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return newTestStore(t, Options{}) })
 	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return newTestStore(t, Options{}) })
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return newTestStore(t, Options{}) })
+	storagetest.RunVisitedQueue(t, func(t *testing.T) (storage.Storage, storage.Queue) {
+		s := newTestStore(t, Options{})
+		return s, s
+	})
 
 	// The suite's path names a crawl: here it maps to one key prefix, the
 	// same on reopen.

@@ -384,3 +384,199 @@ func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 }
 
 var _ storage.LeaseReclaimer = (*Store)(nil)
+
+// renewScript: KEYS leases, expiry; ARGV ttl ms, then ID/token pairs.
+// Returns the 0-based indexes of pairs whose lease is not held. A held
+// lease whose deadline passed is renewed: nobody has taken it over.
+var renewScript = redis.NewScript(luaPrelude + `
+local deadline = nowms() + tonumber(ARGV[1])
+local unknown = {}
+for i = 2, #ARGV, 2 do
+	local id, tok = ARGV[i], ARGV[i + 1]
+	local cur = redis.call('HGET', KEYS[1], id)
+	if cur and tok ~= '' and string.sub(cur, 1, #tok + 1) == tok .. ':' then
+		redis.call('ZADD', KEYS[2], deadline, id)
+	else
+		unknown[#unknown + 1] = (i - 2) / 2
+	end
+end
+return unknown
+`)
+
+// releaseManyScript: KEYS leases, expiry, delayed; ARGV delay ms, then
+// ID/token pairs. Returns the 0-based indexes of pairs whose lease is not
+// held. Each entry is released as releaseScript does.
+var releaseManyScript = redis.NewScript(luaPrelude + `
+local at = nowms() + tonumber(ARGV[1])
+local unknown = {}
+for i = 2, #ARGV, 2 do
+	local id, tok = ARGV[i], ARGV[i + 1]
+	local cur = redis.call('HGET', KEYS[1], id)
+	local c = cur and string.find(cur, ':', 1, true)
+	if c and tok ~= '' and string.sub(cur, 1, c - 1) == tok then
+		redis.call('HSET', KEYS[1], id, string.sub(cur, c))
+		redis.call('ZREM', KEYS[2], id)
+		redis.call('ZADD', KEYS[3], at, id)
+	else
+		unknown[#unknown + 1] = (i - 2) / 2
+	end
+end
+return unknown
+`)
+
+// pushUnvisitedScript: KEYS queue, then the visited set of each entry; ARGV
+// group, maxSize, then member/data pairs in the order of KEYS[2:]. Returns
+// {full, pushed...}: full is 1 when the unvisited entries would not fit
+// (nothing is pushed), and pushed[i] is 1 for each entry pushed.
+var pushUnvisitedScript = redis.NewScript(luaPrelude + `
+ensure(KEYS[1], ARGV[1])
+local out = {0}
+local n = 0
+for i = 2, #KEYS do
+	local m = ARGV[3 + (i - 2) * 2]
+	if redis.call('SISMEMBER', KEYS[i], m) == 1 then
+		out[i] = 0
+	else
+		out[i] = 1
+		n = n + 1
+	end
+end
+local max = tonumber(ARGV[2])
+if n > 0 and max > 0 and redis.call('XLEN', KEYS[1]) + n > max then
+	out[1] = 1
+	return out
+end
+for i = 2, #KEYS do
+	if out[i] == 1 then
+		redis.call('XADD', KEYS[1], '*', 'd', ARGV[4 + (i - 2) * 2])
+	end
+end
+return out
+`)
+
+// leasePairs splits lease IDs into script arguments (after head) and the
+// IDs that are malformed.
+func leasePairs(ids []string, head ...any) (args []any, bad []string) {
+	args = append(make([]any, 0, len(head)+2*len(ids)), head...)
+	for _, id := range ids {
+		sid, tok, ok := parseLeaseID(id)
+		if !ok {
+			bad = append(bad, id)
+			continue
+		}
+		args = append(args, sid, tok)
+	}
+	return args, bad
+}
+
+// runPairs runs a script over lease ID pairs and adds the IDs it reports
+// not held to unknown.
+func (s *Store) runPairs(ctx context.Context, op string, script *redis.Script, keys []string, args []any, head int, unknown []string) ([]string, error) {
+	if len(args) == head {
+		return unknown, nil
+	}
+	bad, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	for _, i := range bad {
+		unknown = append(unknown, fmt.Sprintf("%s:%s", args[head+2*int(i)], args[head+1+2*int(i)]))
+	}
+	return unknown, nil
+}
+
+// Renew implements storage.LeaseRenewer in one script: each held lease runs
+// ttl (rounded up to a millisecond) from now on the server's clock.
+func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("redisstore: renew(%v): %w", ttl, ErrInvalidArgument)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ttlMs := (ttl + time.Millisecond - 1).Milliseconds()
+	args, unknown := leasePairs(ids, ttlMs)
+	unknown, err := s.runPairs(ctx, "renew", renewScript, []string{s.key("leases"), s.key("expiry")}, args, 1, unknown)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("redisstore: renew %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// ReleaseBatch implements storage.BatchReleaser in one script; each entry
+// keeps its place in push order, ready at notBefore.
+func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var delayMs int64
+	if !notBefore.IsZero() {
+		if d := time.Until(notBefore); d > 0 {
+			delayMs = (d + time.Millisecond - 1).Milliseconds()
+		}
+	}
+	args, unknown := leasePairs(ids, delayMs)
+	unknown, err := s.runPairs(ctx, "release", releaseManyScript,
+		[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, args, 1, unknown)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("redisstore: release %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// PushUnvisited implements storage.VisitedPusher in one script: the keys
+// are looked up in the visited set and the entries whose keys are absent
+// are appended, atomically. With Options.MaxSize it returns
+// storage.ErrQueueFull, pushing nothing, when those do not all fit.
+func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(keys) != len(data) {
+		return nil, fmt.Errorf("redisstore: push unvisited: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(data))
+	}
+	pushed := make([]bool, len(data))
+	if len(data) == 0 {
+		return pushed, nil
+	}
+	rkeys := make([]string, 0, len(keys)+1)
+	rkeys = append(rkeys, s.key("queue"))
+	args := make([]any, 0, 2+2*len(keys))
+	args = append(args, group, s.maxSize)
+	for i, k := range keys {
+		rkeys = append(rkeys, s.visitedKey(k))
+		args = append(args, member(k), data[i])
+	}
+	res, err := pushUnvisitedScript.Run(ctx, s.rdb, rkeys, args...).Int64Slice()
+	if err != nil {
+		return nil, s.wrap("push unvisited", err)
+	}
+	if len(res) != len(data)+1 {
+		return nil, fmt.Errorf("redisstore: push unvisited: unexpected reply %v", res)
+	}
+	if res[0] == 1 {
+		return nil, fmt.Errorf("redisstore: push unvisited %d entries: %w", len(data), storage.ErrQueueFull)
+	}
+	for i := range pushed {
+		pushed[i] = res[i+1] == 1
+	}
+	return pushed, nil
+}
+
+var (
+	_ storage.LeaseRenewer  = (*Store)(nil)
+	_ storage.BatchReleaser = (*Store)(nil)
+	_ storage.VisitedPusher = (*Store)(nil)
+)

@@ -29,6 +29,10 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+	storagetest.RunVisitedQueue(t, func(t *testing.T) (storage.Storage, storage.Queue) {
+		s := openSuite(t)
+		return s, s
+	})
 	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue {
 		s, err := Open(path)
 		if err != nil {

@@ -250,3 +250,182 @@ func parseLeaseID(id string) (seq, token int64, ok bool) {
 	token, err2 := strconv.ParseInt(b, 10, 64)
 	return seq, token, err1 == nil && err2 == nil
 }
+
+// Renew implements storage.LeaseRenewer: each held lease runs ttl from now,
+// all in one transaction. An expired lease not yet taken over is renewed.
+func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("sqlitestore: renew(%v): %w", ttl, ErrInvalidArgument)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	until := time.Now().Add(ttl)
+	unknown, err := s.eachLease(ctx, "renew", ids,
+		"UPDATE queue SET lease_until = ? WHERE seq = ? AND lease_token = ?", until.UnixNano())
+	if err != nil {
+		return err
+	}
+	s.wake.wakeAt(until)
+	if len(unknown) > 0 {
+		return fmt.Errorf("sqlitestore: renew %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// ReleaseBatch implements storage.BatchReleaser in one transaction: each
+// held lease goes back to the queue in its place, ready at notBefore.
+func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var nb int64
+	if !notBefore.IsZero() {
+		nb = notBefore.UnixNano()
+	}
+	unknown, err := s.eachLease(ctx, "release", ids, `UPDATE queue
+		SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?
+		WHERE seq = ? AND lease_token = ?`, nb)
+	if err != nil {
+		return err
+	}
+	if notBefore.After(time.Now()) {
+		s.wake.wakeAt(notBefore)
+	} else {
+		s.wake.signal()
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("sqlitestore: release %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// eachLease runs query (whose last two parameters are seq and token, after
+// arg) once per lease ID in one transaction, and returns the IDs it matched
+// no row for.
+func (s *Store) eachLease(ctx context.Context, op string, ids []string, query string, arg any) ([]string, error) {
+	var unknown []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		unknown = unknown[:0]
+		stmt, err := tx.PrepareContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, id := range ids {
+			seq, token, ok := parseLeaseID(id)
+			if !ok {
+				unknown = append(unknown, id)
+				continue
+			}
+			res, err := stmt.ExecContext(ctx, arg, seq, token)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				unknown = append(unknown, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return unknown, nil
+}
+
+// PushUnvisited implements storage.VisitedPusher: in one transaction it
+// looks the keys up in the visited set and appends the entries whose keys
+// are absent. With WithMaxSize it returns storage.ErrQueueFull, pushing
+// nothing, when those do not all fit.
+func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(keys) != len(data) {
+		return nil, fmt.Errorf("sqlitestore: push unvisited: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(data))
+	}
+	pushed := make([]bool, len(data))
+	if len(data) == 0 {
+		return pushed, nil
+	}
+	n := 0
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		seen := make(map[int64]bool, len(keys))
+		for chunk := range slices.Chunk(keys, visitedChunk) {
+			q := "SELECT id FROM visited WHERE id IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+			args := make([]any, len(chunk))
+			for i, k := range chunk {
+				args[i] = int64(k)
+			}
+			rows, err := tx.QueryContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				seen[id] = true
+			}
+			if err := rows.Err(); err != nil {
+				rows.Close()
+				return err
+			}
+			rows.Close()
+		}
+		n = 0
+		for i, k := range keys {
+			pushed[i] = !seen[int64(k)]
+			if pushed[i] {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		if s.cfg.maxSize > 0 {
+			var total int
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue").Scan(&total); err != nil {
+				return err
+			}
+			if total+n > s.cfg.maxSize {
+				return storage.ErrQueueFull
+			}
+		}
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO queue (data) VALUES (?)")
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, d := range data {
+			if !pushed[i] {
+				continue
+			}
+			if d == nil {
+				d = []byte{}
+			}
+			if _, err := stmt.ExecContext(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("push unvisited", err)
+	}
+	if n > 0 {
+		s.wake.signal()
+	}
+	return pushed, nil
+}

@@ -23,6 +23,9 @@ var (
 	_ storage.CookieStore   = (*Store)(nil)
 	_ storage.Queue         = (*Store)(nil)
 	_ storage.QueueNotifier = (*Store)(nil)
+	_ storage.LeaseRenewer  = (*Store)(nil)
+	_ storage.BatchReleaser = (*Store)(nil)
+	_ storage.VisitedPusher = (*Store)(nil)
 )
 
 // schemaVersion is the PRAGMA user_version this package writes.

@@ -25,7 +25,10 @@ import (
 // another consumer whatever that consumer's own ttl, and the old lease ID
 // stops working; Deliveries counts every lease; Len counts each state;
 // concurrent pushers and leasers see every entry exactly once; after Close
-// every method returns ErrClosed.
+// every method returns ErrClosed. Batch operations: a storage.LeaseRenewer
+// keeps a renewed lease past its first ttl (and RenewLeases reports
+// ErrUnsupported for a queue without it); ReleaseBatch, native or the loop,
+// releases every held lease and reports the others with ErrUnknownLease.
 func RunQueue(t *testing.T, open func(t *testing.T) storage.Queue) {
 	t.Helper()
 	tests := []struct {
@@ -49,6 +52,9 @@ func RunQueue(t *testing.T, open func(t *testing.T) storage.Queue) {
 		{"Notify", queueNotify},
 		{"Concurrent", queueConcurrent},
 		{"Closed", queueClosed},
+		{"Renew", queueRenew},
+		{"RenewShortens", queueRenewShortens},
+		{"ReleaseBatch", queueReleaseBatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -608,4 +614,160 @@ func trunc(b []byte) []byte {
 		return b[:32]
 	}
 	return b
+}
+
+func queueRenew(t *testing.T, q storage.Queue) {
+	ctx := t.Context()
+	if _, ok := q.(storage.LeaseRenewer); !ok {
+		if err := storage.RenewLeases(ctx, q, time.Hour, "x"); !errors.Is(err, storage.ErrUnsupported) {
+			t.Fatalf("RenewLeases on a queue without Renew error = %v, want %v", err, storage.ErrUnsupported)
+		}
+		return
+	}
+	mustPush(t, q, "a", "b", "c")
+	es := mustLease(t, q, 3, short)
+	if len(es) != 3 {
+		t.Fatalf("Lease(3) returned %d entries, want 3", len(es))
+	}
+	if err := q.Ack(ctx, es[2].ID); err != nil {
+		t.Fatalf("Ack error = %v", err)
+	}
+	// The acknowledged lease is unknown; the held ones are renewed anyway.
+	err := storage.RenewLeases(ctx, q, time.Hour, es[0].ID, es[2].ID, es[1].ID)
+	if !errors.Is(err, storage.ErrUnknownLease) {
+		t.Fatalf("Renew(held, acknowledged, held) error = %v, want %v", err, storage.ErrUnknownLease)
+	}
+	leasedAt := time.Now()
+	// Past the first ttl, a lease that was not renewed would be ready again.
+	eventually(t, "two ttls passed", func() bool { return time.Since(leasedAt) > 2*short })
+	if got, err := q.Lease(ctx, 2, time.Hour); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Fatalf("Lease() after Renew = %q, %v; want %v (the leases were renewed)", datas(got), err, storage.ErrQueueEmpty)
+	}
+	wantLen(t, q, storage.QueueLen{Leased: 2})
+	// The renewed leases are still the holder's.
+	if err := q.Ack(ctx, es[0].ID, es[1].ID); err != nil {
+		t.Fatalf("Ack(renewed leases) error = %v, want nil", err)
+	}
+	wantLen(t, q, storage.QueueLen{})
+	if err := storage.RenewLeases(ctx, q, time.Hour); err != nil {
+		t.Errorf("Renew() of no IDs error = %v, want nil", err)
+	}
+}
+
+func queueRenewShortens(t *testing.T, q storage.Queue) {
+	ctx := t.Context()
+	if _, ok := q.(storage.LeaseRenewer); !ok {
+		t.Skip("queue has no Renew (checked in Renew)")
+	}
+	mustPush(t, q, "a")
+	first := mustLease(t, q, 1, time.Hour)
+	// Renew counts ttl from now: a short renewal of a long lease lets it
+	// expire, and another consumer takes it over.
+	if err := storage.RenewLeases(ctx, q, short, first[0].ID); err != nil {
+		t.Fatalf("Renew error = %v, want nil", err)
+	}
+	var second []storage.Entry
+	eventually(t, "shortened lease taken over", func() bool {
+		var err error
+		second, err = q.Lease(ctx, 1, time.Hour)
+		if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
+			t.Fatalf("Lease() error = %v, want nil or %v", err, storage.ErrQueueEmpty)
+		}
+		return err == nil
+	})
+	if string(second[0].Data) != "a" || second[0].Deliveries != 2 {
+		t.Fatalf("takeover Lease() = %q with Deliveries %d, want a with 2", second[0].Data, second[0].Deliveries)
+	}
+	if err := storage.RenewLeases(ctx, q, time.Hour, first[0].ID); !errors.Is(err, storage.ErrUnknownLease) {
+		t.Errorf("Renew(taken-over lease) error = %v, want %v", err, storage.ErrUnknownLease)
+	}
+}
+
+func queueReleaseBatch(t *testing.T, q storage.Queue) {
+	ctx := t.Context()
+	mustPush(t, q, "a", "b", "c", "d")
+	es := mustLease(t, q, 4, time.Hour)
+	if len(es) != 4 {
+		t.Fatalf("Lease(4) returned %d entries, want 4", len(es))
+	}
+	if err := q.Ack(ctx, es[1].ID); err != nil {
+		t.Fatalf("Ack error = %v", err)
+	}
+	err := storage.ReleaseBatch(ctx, q, time.Time{}, es[0].ID, es[1].ID, es[2].ID)
+	if !errors.Is(err, storage.ErrUnknownLease) {
+		t.Fatalf("ReleaseBatch(held, acknowledged, held) error = %v, want %v", err, storage.ErrUnknownLease)
+	}
+	wantLen(t, q, storage.QueueLen{Ready: 2, Leased: 1})
+	// Released entries keep their place in push order.
+	got := mustLease(t, q, 2, time.Hour)
+	if !slices.Equal(datas(got), []string{"a", "c"}) {
+		t.Fatalf("Lease(2) after ReleaseBatch = %q, want [a c]", datas(got))
+	}
+	for _, e := range got {
+		if e.Deliveries != 2 {
+			t.Errorf("redelivered %q Deliveries = %d, want 2", e.Data, e.Deliveries)
+		}
+	}
+	// A future not-before delays them all.
+	if err := storage.ReleaseBatch(ctx, q, time.Now().Add(time.Hour), got[0].ID, got[1].ID, es[3].ID); err != nil {
+		t.Fatalf("ReleaseBatch(delayed) error = %v, want nil", err)
+	}
+	wantLen(t, q, storage.QueueLen{Delayed: 3})
+	if err := storage.ReleaseBatch(ctx, q, time.Time{}); err != nil {
+		t.Errorf("ReleaseBatch() of no IDs error = %v, want nil", err)
+	}
+}
+
+// RunVisitedQueue runs the conformance suite of storage.PushUnvisited for a
+// visited set and a queue: open returns them fresh and empty (one store, as
+// sqlitestore and redisstore are, or two); the suite closes the queue.
+//
+// Contract checked: entries whose keys are visited are not pushed, the
+// others are, in order, and the result says which; nothing is marked
+// visited; keys and data of different lengths are refused with
+// ErrLengthMismatch; with everything visited nothing is pushed.
+func RunVisitedQueue(t *testing.T, open func(t *testing.T) (storage.Storage, storage.Queue)) {
+	t.Helper()
+	t.Run("PushUnvisited", func(t *testing.T) {
+		st, q := open(t)
+		t.Cleanup(func() { closeStore(t, q) })
+		ctx := t.Context()
+		if err := st.Visited(2); err != nil {
+			t.Fatalf("Visited(2) error = %v", err)
+		}
+		if err := st.Visited(4); err != nil {
+			t.Fatalf("Visited(4) error = %v", err)
+		}
+		keys := []uint64{1, 2, 3, 4, 1 << 63}
+		data := [][]byte{[]byte("one"), []byte("two"), []byte("three"), []byte("four"), []byte("big")}
+		pushed, err := storage.PushUnvisited(ctx, st, q, keys, data)
+		if err != nil {
+			t.Fatalf("PushUnvisited error = %v, want nil", err)
+		}
+		if want := []bool{true, false, true, false, true}; !slices.Equal(pushed, want) {
+			t.Fatalf("PushUnvisited pushed = %v, want %v", pushed, want)
+		}
+		got := mustLease(t, q, 10, time.Hour)
+		if want := []string{"one", "three", "big"}; !slices.Equal(datas(got), want) {
+			t.Fatalf("Lease after PushUnvisited = %q, want %q", datas(got), want)
+		}
+		for _, k := range []uint64{1, 3, 1 << 63} {
+			if seen, err := st.IsVisited(k); err != nil || seen {
+				t.Errorf("IsVisited(%d) after PushUnvisited = %v, %v; want false (nothing is marked)", k, seen, err)
+			}
+		}
+		pushed, err = storage.PushUnvisited(ctx, st, q, []uint64{2, 4}, [][]byte{[]byte("x"), []byte("y")})
+		if err != nil || slices.Contains(pushed, true) {
+			t.Fatalf("PushUnvisited(all visited) = %v, %v; want none pushed", pushed, err)
+		}
+		wantLen(t, q, storage.QueueLen{Leased: 3})
+		if _, err := storage.PushUnvisited(ctx, st, q, []uint64{5}, nil); !errors.Is(err, storage.ErrLengthMismatch) {
+			t.Errorf("PushUnvisited(1 key, 0 entries) error = %v, want %v", err, storage.ErrLengthMismatch)
+		}
+		if vp, ok := q.(storage.VisitedPusher); ok {
+			if _, err := vp.PushUnvisited(ctx, []uint64{5}, nil); !errors.Is(err, storage.ErrLengthMismatch) {
+				t.Errorf("native PushUnvisited(1 key, 0 entries) error = %v, want %v", err, storage.ErrLengthMismatch)
+			}
+		}
+	})
 }
