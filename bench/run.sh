@@ -12,6 +12,11 @@
 #                  scenario "storage" (see below) is never run by default
 #   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
 #   TP_LATENCIES="0ms 5ms"        the throughput scenario's site latencies
+#   TP_PS="1 8 64"                the throughput scenario's parallelisms
+#   OLD_REF=<git ref>  also build magpie as of that commit (with this bench's
+#                  crawl code) and add its crawlers as IMPL@old (magpie-async@old,
+#                  ...), so a report shows an older magpie beside this one,
+#                  measured in the same run
 #   APPEND=1       keep $JSONL's lines from an earlier run and report them too
 #   MAGPIE=0       do not build the bench/magpie module (magpie-* impls); default 1
 #   NOTE="..."     a line added under the machine description in the results
@@ -63,6 +68,8 @@ else
 fi
 REDIS_P=${REDIS_P:-"8 4"}
 TP_LATENCIES=${TP_LATENCIES:-"0ms 5ms"}
+TP_PS=${TP_PS:-"1 8 64"}
+OLD_REF=${OLD_REF:-}
 REDIS_ADDR=${REDIS_ADDR:-}
 MEM_RUNS=${MEM_RUNS:-1}
 SCENARIOS=${SCENARIOS:-"throughput politeness rate memory"}
@@ -93,9 +100,20 @@ if [[ $MAGPIE == 1 ]]; then
 	(cd magpie && go build -o "$bin/crawl-magpie" .)
 	all_impls="$all_impls $("$bin/crawl-magpie" -list | tr ' ' '\n' | grep '^magpie-' | tr '\n' ' ')"
 fi
+if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
+	# The old library under today's crawl code: the crawlers use only
+	# the Colly-style API, so they build against older versions too.
+	mkdir -p "$bin/old"
+	git -C "$here/.." archive "$OLD_REF" | tar -x -C "$bin/old"
+	rm -rf "$bin/old/bench"
+	mkdir -p "$bin/old/bench"
+	tar -C "$here" --exclude=results.jsonl -cf - . | tar -x -C "$bin/old/bench"
+	(cd "$bin/old/bench/magpie" && go build -o "$bin/crawl-magpie-old" .)
+	all_impls="$all_impls $("$bin/crawl-magpie-old" -list | tr ' ' '\n' | grep '^magpie-' | sed 's/$/@old/' | tr '\n' ' ')"
+fi
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
-default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis$' | tr '\n' ' ')
+default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' | tr '\n' ' ')
 IMPLS=${IMPLS:-$default_impls}
 # APPEND=1 keeps the JSON lines of an earlier run (say, another latency) so
 # that one report covers both.
@@ -131,9 +149,14 @@ crawl() {
 	shift 5
 	curl -fsS "$base/_reset" >/dev/null
 	local res
-	local cmd=$bin/crawl
+	local cmd=$bin/crawl run_impl=$impl
 	[[ $impl == magpie-* ]] && cmd=$bin/crawl-magpie
-	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$impl" -url "$base/" "$@" || true)
+	if [[ $impl == *@old ]]; then
+		cmd=$bin/crawl-magpie-old
+		run_impl=${impl%@old}
+	fi
+	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$run_impl" -url "$base/" "$@" || true)
+	res=${res/\"impl\":\"$run_impl\"/\"impl\":\"$impl\"}
 	[[ -n $res ]] || res="{\"impl\":\"$impl\",\"err\":\"crawl produced no result\"}"
 	local stats
 	stats=$(curl -fsS "$base/_stats")
@@ -208,7 +231,7 @@ for sc in $SCENARIOS; do
 	case $sc in
 	throughput)
 		for lat in ${TP_LATENCIES:-0ms 5ms}; do
-			for p in 1 8 64; do
+			for p in $TP_PS; do
 				pages=$TP_PAGES
 				[[ $lat != 0ms && $p == 1 ]] && pages=$P1_LAT_PAGES
 				start_site -pages "$pages" -size 16 -links 10 -latency "$lat"

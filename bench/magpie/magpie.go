@@ -79,6 +79,21 @@ func crawlMagpieAsync(ctx context.Context, cfg harness.Config, n *harness.Counte
 	return ctx.Err()
 }
 
+// crawlMagpieAsyncPorted is crawlCollyAsync with only the import path
+// changed: Async and the LimitRule, no Workers option, so the download pool
+// is whatever magpie makes of the rule (issue 9: it follows the limits).
+func crawlMagpieAsyncPorted(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	c, err := newMagpie(ctx, cfg, n, magpie.Async(true))
+	if err != nil {
+		return err
+	}
+	if err := c.Visit(cfg.Seed); err != nil {
+		return err
+	}
+	c.Wait()
+	return ctx.Err()
+}
+
 // crawlMagpieQueue runs the collector with queue.New(P, unbounded in-memory
 // storage), as the Colly queue crawler does: the default MaxSize of 100,000
 // would drop links in the 200,000-page run, whose frontier grows past it.

@@ -5,6 +5,7 @@
 //
 //	magpie-async  NewCollector(Async(true), AllowedDomains(...), Workers(P)), LimitRule "*",
 //	              e.Request.Visit from OnHTML, Visit + Wait
+//	magpie-async-ported  the same without Workers(P): a Colly program with its import path changed
 //	magpie-queue  the same collector without Async, run by queue.New(P, unbounded memory queue) + AddURL + Run
 //
 // and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
@@ -33,7 +34,9 @@ var (
 var impls = map[string]harness.CrawlFunc{
 	"raw":          profiled(harness.Raw),
 	"magpie-async": profiled(crawlMagpieAsync),
-	"magpie-queue": profiled(crawlMagpieQueue),
+	// A Colly program ported as is: no Workers option.
+	"magpie-async-ported": profiled(crawlMagpieAsyncPorted),
+	"magpie-queue":        profiled(crawlMagpieQueue),
 
 	// The storage scenario (storage.go).
 	"magpie-frontier-sqlite": profiled(crawlFrontierSQLite),

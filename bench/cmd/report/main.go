@@ -259,6 +259,11 @@ func write(w io.Writer, rows []*row) error {
 			}
 			var vsColly, vsRaw string
 			if name, ok := strings.CutPrefix(r.impl, "magpie-"); ok {
+				// magpie-async-ported and magpie-async@old (an older
+				// magpie, see OLD_REF in run.sh) compare with colly-async.
+				if i := strings.IndexAny(name, "-@"); i > 0 {
+					name = name[:i]
+				}
 				vsColly = ratio(r, peer(rows, r, "colly-"+name))
 				vsRaw = ratio(r, peer(rows, r, "raw"))
 			}
