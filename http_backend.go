@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/publicsuffix"
@@ -358,9 +359,9 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 		hreq = withSentReport(hreq, req.ticket)
 	}
 	res, err := c.shared.backend.get().Do(hreq)
-	// A transport that reported no write (not an *http.Transport, or a
-	// failed dial) is taken to have sent at the call.
-	req.ticket.Sent(start)
+	// A transport that reported nothing (not an *http.Transport, or a
+	// failed dial) is taken to have reached the server by its return.
+	req.ticket.Sent(time.Now())
 	f := &fetched{trace: trace, redirects: st.chain, latency: time.Since(start)}
 	f.proxyURL = proxyURLFromContext(ctx)
 	if err != nil {
@@ -373,11 +374,23 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	return f, nil
 }
 
-// withSentReport has hreq report to t the moment its headers are written,
-// the start of the request as the server sees it, from which the host's
-// Delay is measured (limits.Ticket.Sent).
+// withSentReport has hreq report to t when the server has seen it, the
+// start from which the host's Delay is measured (limits.Ticket.Sent): when
+// its headers are written on a connection the server is already reading;
+// on a new connection, whose first request the server reads only after its
+// accept, or to a host that allows one request at a time, when the first
+// response byte arrives, the latest moment the server can have seen it.
 func withSentReport(hreq *http.Request, t *limits.Ticket) *http.Request {
-	ct := &httptrace.ClientTrace{WroteHeaders: func() { t.Sent(time.Now()) }}
+	var reused atomic.Bool
+	ct := &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		WroteHeaders: func() {
+			if reused.Load() && !t.Serial() {
+				t.Sent(time.Now())
+			}
+		},
+		GotFirstResponseByte: func() { t.Sent(time.Now()) },
+	}
 	return hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), ct))
 }
 

@@ -298,7 +298,7 @@ if [[ -s $main_jsonl ]]; then
 		echo "Ratios are magpie ÷ peer for pages/s, CPU s and peak RSS (the peer of magpie-async is colly-async,"
 		echo "of magpie-queue colly-queue). Colly politeness uses one LimitRule per host (Colly's semaphore is per"
 		echo "rule); magpie uses one \"*\" rule (Parallelism 1 per host) with Workers(8) (async) or 8 queue threads."
-		echo "magpie-async also sets Workers(P) in every scenario: its download pool is fixed (16 by default)."
+		echo "magpie-async also sets Workers(P) in every scenario, which fixes its download pool at P; magpie-async-ported does not (a Colly program with its import path changed: the pool follows the LimitRule)."
 		echo "In the politeness and rate tables pages/s above the ideal means the limit was broken, so a"
 		echo "magpie/Colly pages/s ratio below 1 there is Colly going too fast, not magpie being slow."
 		echo

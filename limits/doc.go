@@ -37,7 +37,7 @@
 //     TotalParallelism caps all hosts of one rule together.
 //   - Delay is the least gap between request starts to one host, plus a
 //     uniform jitter in [0, RandomDelay). A start is the moment the request
-//     reached the wire, when the caller reports it with Ticket.Sent, else
+//     reached the server, when the caller reports it with Ticket.Sent, else
 //     the moment Get returned the item; with SetAwaitSent the host starts
 //     nothing else until Sent or Done, so a slow dial or handshake cannot
 //     bring two starts closer than Delay at the server. Colly sleeps Delay after each response while holding

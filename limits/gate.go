@@ -213,6 +213,7 @@ func (g *Gate[T]) take(h *host[T], c *clock, gap time.Duration) (T, *Ticket) {
 		// and meanwhile the host starts nothing else.
 		h.nextStart = c.now().Add(gap)
 		t.gap, t.unsent = gap, true
+		t.serial = g.par(h) == 1
 		if g.awaitSent {
 			h.unsent++
 			t.holds = true
@@ -544,15 +545,22 @@ type Ticket struct {
 	gap    time.Duration
 	unsent bool
 	holds  bool
+	// serial is set when the host allowed one request in flight at the
+	// start; fixed when the Ticket is made.
+	serial bool
 	// free releases the Shared slot, if the start took one.
 	free     func()
 	freeOnce sync.Once
 }
 
-// Sent reports the moment at which the request reached the wire (its headers
-// were written): the host's next start is then at least the gap after at,
-// so Delay holds as the server sees it however long the request took to
-// get from Get to the wire (a dial, a TLS handshake, callbacks). Until
+// Sent reports the moment the request reached the server: the host's next
+// start is then at least the gap after at, so Delay holds as the server sees
+// it however long the request took to get from Get to the wire (a dial, a
+// TLS handshake, callbacks). The moment the headers were written is the
+// earliest the server can see a request; its first response byte is the
+// latest, and the safe choice when the server may be slow to read (a new
+// connection waits for the server's accept) or when nothing is lost by it
+// (Serial). Until
 // Sent or Done, a host with a gap starts nothing else when the Gate awaits
 // Sent (SetAwaitSent). Done without Sent
 // keeps the gap measured from Get. Only the first call counts, and none
@@ -568,6 +576,13 @@ func (t *Ticket) Sent(at time.Time) {
 // start, so that reporting Sent matters. Safe to call without locks: the
 // gap is fixed when the Ticket is made.
 func (t *Ticket) HasGap() bool { return t != nil && t.gap > 0 }
+
+// Serial reports whether the request's host allowed only one request in
+// flight at its start. Such a host cannot start another before this one
+// is Done, so a caller loses nothing by reporting as Sent the latest
+// moment the server can have seen the request (its first response byte)
+// rather than the moment it was written. Fixed when the Ticket is made.
+func (t *Ticket) Serial() bool { return t != nil && t.serial }
 
 // sent implements releaser.
 func (g *Gate[T]) sent(t *Ticket, at time.Time) {

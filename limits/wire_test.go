@@ -165,3 +165,26 @@ func TestPolitenessMemoryBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestTicketSerialAndGap(t *testing.T) {
+	lim := newLimiter(t, nil,
+		&Rule{DomainGlob: "one.com", Delay: 10 * ms},
+		&Rule{DomainGlob: "four.com", Delay: 10 * ms, Parallelism: 4})
+	g := NewGate[req](lim, 8)
+	for _, tt := range []struct {
+		host        string
+		gap, serial bool
+	}{{"one.com", true, true}, {"four.com", true, false}, {"free.com", false, false}} {
+		if err := g.Put(t.Context(), tt.host, req{host: tt.host}); err != nil {
+			t.Fatalf("Put() error = %v", err)
+		}
+		_, tk, err := g.Get(t.Context())
+		if err != nil {
+			t.Fatalf("Get() error = %v", err)
+		}
+		if tk.HasGap() != tt.gap || tk.Serial() != tt.serial {
+			t.Errorf("%s: HasGap, Serial = %v, %v; want %v, %v", tt.host, tk.HasGap(), tk.Serial(), tt.gap, tt.serial)
+		}
+		tk.Done(Result{StatusCode: 200})
+	}
+}

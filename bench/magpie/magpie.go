@@ -65,8 +65,8 @@ func newMagpie(ctx context.Context, cfg harness.Config, n *harness.Counters, opt
 }
 
 // crawlMagpieAsync is crawlCollyAsync with magpie's import path, plus
-// Workers(P): magpie downloads with a fixed pool (16 by default) where Colly
-// starts a goroutine per request, so P would otherwise be capped at 16.
+// Workers(P), which fixes magpie's download pool at P (without it the pool
+// follows the LimitRules; see crawlMagpieAsyncPorted).
 func crawlMagpieAsync(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
 	c, err := newMagpie(ctx, cfg, n, magpie.Async(true), magpie.Workers(cfg.P))
 	if err != nil {
