@@ -276,7 +276,12 @@ grep '"scenario":"storage"' "$JSONL" >"$storage_jsonl" || true
 # The storage section of $OUT: kept as it is unless this run has one.
 old_storage=$bin/old-storage.md
 : >"$old_storage"
-[[ -f $OUT ]] && awk '/^## Storage/ {s=1} s' "$OUT" >"$old_storage"
+[[ -f $OUT ]] && awk '/^## / {s = /^## Storage/} s' "$OUT" >"$old_storage"
+# Other "## " sections (results written by hand for one issue, with the
+# command that produced them) are kept as they are, after the rest.
+kept=$bin/kept.md
+: >"$kept"
+[[ -f $OUT ]] && awk '/^## / {k = !/^## Storage/} k' "$OUT" >"$kept"
 
 main_md=$bin/main.md
 if [[ -s $main_jsonl ]]; then
@@ -305,7 +310,7 @@ if [[ -s $main_jsonl ]]; then
 		"$bin/report" <"$main_jsonl"
 	} >"$main_md"
 elif [[ -f $OUT ]]; then
-	awk '/^## Storage/ {exit} {print}' "$OUT" >"$main_md"
+	awk '/^## / {exit} {print}' "$OUT" >"$main_md"
 else
 	echo "# magpie bench results" >"$main_md"
 	echo >>"$main_md"
@@ -351,6 +356,10 @@ fi
 		[[ -n $(tail -c1 "$main_md") ]] && echo
 		[[ -z $(tail -n1 "$main_md") ]] || echo
 		cat "$storage_md"
+	fi
+	if [[ -s $kept ]]; then
+		echo
+		cat "$kept"
 	fi
 } >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
