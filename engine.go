@@ -159,6 +159,21 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 // its host's turn without holding a worker.
 func (r *run) feed() {
 	defer r.wg.Done()
+	returned := false
+	defer func() {
+		// A queue frontier runs OnError for entries refused at lease; one
+		// that calls runtime.Goexit ends this goroutine (its entry is
+		// settled already), so another feeder carries on.
+		if !returned && r.feedCtx.Err() == nil {
+			r.wg.Add(1)
+			go r.feed()
+		}
+	}()
+	r.feedLoop()
+	returned = true
+}
+
+func (r *run) feedLoop() {
 	for {
 		req, err := r.front.next(r.feedCtx)
 		if err != nil {

@@ -467,8 +467,10 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		f.forgetPushed(req)
 		if err != nil {
 			req.err = err
+			// Deferred: settled even if OnError ends the goroutine
+			// (runtime.Goexit; the run starts another feeder).
+			defer f.settle(ctx, e.ID, req, true)
 			f.c.refuse(req, err)
-			f.settle(ctx, e.ID, req, true)
 			return nil, errRefused
 		}
 	}

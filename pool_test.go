@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // inflightServer blocks every request until release is closed, and closes
@@ -515,5 +518,42 @@ func TestCallbackGoexit(t *testing.T) {
 				t.Errorf("OnScraped ran %d times, want the /html page scraped", n)
 			}
 		})
+	}
+}
+
+// TestQueueRefusalGoexit: an OnError that calls runtime.Goexit for an entry
+// refused when leased (it runs on the run's feeder) does not stall the queue
+// run: the other entries are crawled and RunQueue returns.
+func TestQueueRefusalGoexit(t *testing.T) {
+	ts := newTestServer(t)
+	c := NewCollector(IgnoreRobotsTxt(), DisallowedURLFilters(regexp.MustCompile(`/b$`)))
+	var exits atomic.Int64
+	c.OnError(func(_ *Response, err error) {
+		if errors.Is(err, ErrForbiddenURL) {
+			exits.Add(1)
+			runtime.Goexit()
+		}
+	})
+	q := storage.NewMemoryQueue(0)
+	for _, p := range []string{"/b", "/a", "/b", "/c", "/b"} {
+		pushURL(t, q, ts.URL+p)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.RunQueue(t.Context(), q, 2) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunQueue() error = %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("RunQueue did not return after OnError called runtime.Goexit")
+	}
+	if n := exits.Load(); n < 1 {
+		t.Errorf("OnError for refused entries ran %d times, want >= 1", n)
+	}
+	for _, p := range []string{"/a", "/c"} {
+		if got := ts.count(p); got != 1 {
+			t.Errorf("fetches of %s = %d, want 1", p, got)
+		}
 	}
 }
