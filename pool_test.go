@@ -557,3 +557,40 @@ func TestQueueRefusalGoexit(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayAtTheWireRealServer: on a real loopback server, a host with
+// Parallelism 1 gets request starts at least Delay apart as the server's
+// own clock sees them, for every pair: its start is counted from the first
+// response byte, which the server sends only after it has seen the request.
+func TestDelayAtTheWireRealServer(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	c := NewCollector(Async(), IgnoreRobotsTxt())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Delay: delay}); err != nil {
+		t.Fatalf("Limit() error = %v", err)
+	}
+	for i := range 6 {
+		if err := c.Visit(fmt.Sprintf("%s/p%d", srv.URL, i)); err != nil {
+			t.Fatalf("Visit(#%d) error = %v", i, err)
+		}
+	}
+	c.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 6 {
+		t.Fatalf("server saw %d requests, want 6", len(arrivals))
+	}
+	for i := 1; i < len(arrivals); i++ {
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap < delay {
+			t.Errorf("gap at the server between requests %d and %d = %v, want >= Delay %v", i, i+1, gap, delay)
+		}
+	}
+}
