@@ -424,7 +424,7 @@ func (c *Collector) submit(req *Request) error {
 		return nil
 	}
 	c.waitRun(r)
-	return req.err
+	return req.finalErr()
 }
 
 // submitChild admits a request made by Request.Visit and its kin, which never

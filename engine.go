@@ -348,9 +348,9 @@ func (r *run) finish(req *Request, err error) {
 	if err != nil && retryableForget(err) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
-	req.err = err
+	req.setFinal(req.attempt, err)
 	if req.root != nil {
-		req.root.err = err
+		req.root.setFinal(req.attempt, err)
 	}
 	r.front.finish(r.ctx, req, !stopped)
 	r.settled()

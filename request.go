@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,7 +64,13 @@ type Request struct {
 	// checkRevisit is false for Retry and when AllowURLRevisit applies.
 	checkRevisit bool
 	// err is the request's final error, set before its completion is counted.
+	// Once the request is in flight, finish writes it through setFinal, as
+	// retry copies finish on other goroutines and write their root's err.
 	err error
+	// finalMu guards err and finalAttempt once the request is in flight.
+	finalMu sync.Mutex
+	// finalAttempt is the attempt whose outcome err holds.
+	finalAttempt int
 	// marked is true while this request holds a visited mark it made.
 	marked bool
 	// redirectKeys are visited marks made for redirect targets.
@@ -105,6 +112,25 @@ type Request struct {
 	// root is the request a retry copy was made from, which a sync Visit
 	// reads its final error from.
 	root *Request
+}
+
+// setFinal records the outcome of attempt: the latest attempt wins, whichever
+// goroutine finishes first (a Retry from OnResponse finishes the copy and the
+// original concurrently).
+func (r *Request) setFinal(attempt int, err error) {
+	r.finalMu.Lock()
+	defer r.finalMu.Unlock()
+	if attempt >= r.finalAttempt {
+		r.err = err
+		r.finalAttempt = attempt
+	}
+}
+
+// finalErr is the error setFinal recorded.
+func (r *Request) finalErr() error {
+	r.finalMu.Lock()
+	defer r.finalMu.Unlock()
+	return r.err
 }
 
 // New returns a request to u with the same Context as r (Colly shares it
