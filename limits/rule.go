@@ -141,3 +141,23 @@ func lower(s string) string {
 	}
 	return s
 }
+
+// Clone returns a copy of r's settings (and of its AutoThrottle) that can be
+// changed and added on its own: its patterns are compiled anew by Init, as
+// for a Rule built by hand. Safe to call while r is in use.
+func (r *Rule) Clone() *Rule {
+	n := &Rule{
+		DomainRegexp:     r.DomainRegexp,
+		DomainGlob:       r.DomainGlob,
+		Delay:            r.Delay,
+		RandomDelay:      r.RandomDelay,
+		Parallelism:      r.Parallelism,
+		TotalParallelism: r.TotalParallelism,
+		IgnoreCrawlDelay: r.IgnoreCrawlDelay,
+	}
+	if r.AutoThrottle != nil {
+		at := *r.AutoThrottle
+		n.AutoThrottle = &at
+	}
+	return n
+}

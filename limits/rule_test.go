@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestRuleMatch(t *testing.T) {
@@ -111,5 +112,33 @@ func TestLimiterAddAllOrNothing(t *testing.T) {
 	}
 	if e, _ := l.lookup("x.com"); e == nil || e.delay != 1 {
 		t.Errorf("lookup picked %+v, want the first rule (Delay 1)", e)
+	}
+}
+
+func TestRuleClone(t *testing.T) {
+	orig := &Rule{DomainGlob: "*.example.com", Delay: time.Second, RandomDelay: time.Millisecond, Parallelism: 3,
+		TotalParallelism: 7, IgnoreCrawlDelay: true, AutoThrottle: &AutoThrottle{TargetConcurrency: 2, MaxDelay: time.Minute}}
+	if err := orig.Init(); err != nil {
+		t.Fatal(err)
+	}
+	c := orig.Clone()
+	if c.DomainGlob != orig.DomainGlob || c.Delay != orig.Delay || c.RandomDelay != orig.RandomDelay ||
+		c.Parallelism != orig.Parallelism || c.TotalParallelism != orig.TotalParallelism ||
+		c.IgnoreCrawlDelay != orig.IgnoreCrawlDelay || *c.AutoThrottle != *orig.AutoThrottle {
+		t.Fatalf("Clone() = %+v, want the settings of %+v", c, orig)
+	}
+	if c.AutoThrottle == orig.AutoThrottle {
+		t.Error("Clone shares the AutoThrottle pointer")
+	}
+	c.DomainGlob = "other.org"
+	c.AutoThrottle.MaxDelay = time.Hour
+	if err := c.Init(); err != nil {
+		t.Fatalf("clone Init() error = %v", err)
+	}
+	if !c.Match("other.org") || c.Match("a.example.com") {
+		t.Error("the clone does not match its own new pattern")
+	}
+	if !orig.Match("a.example.com") || orig.Match("other.org") || orig.AutoThrottle.MaxDelay != time.Minute {
+		t.Error("changing the clone changed the original")
 	}
 }
