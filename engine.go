@@ -287,7 +287,7 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 		}
 	}()
 	cbs := r.c.snapshotCallbacks()
-	if !r.c.userCodeInFetch(cbs) {
+	if !r.c.userCodeInFetch(r.cfg, cbs) {
 		// Nothing in the fetch can call Visit, so the goroutine needs no
 		// mark (and the sync-mode goroutine-ID lookup is saved).
 		resp = r.c.fetch(ctx, r.cfg, cbs, req)
@@ -311,9 +311,11 @@ func (r *run) abandon(req *Request, resp *Response, v any) {
 }
 
 // userCodeInFetch reports whether a fetch with cbs runs user code that might
-// call Visit: request-side callbacks or a redirect handler.
-func (c *Collector) userCodeInFetch(cbs *callbacks) bool {
-	if len(cbs.request) > 0 || len(cbs.requestHeaders) > 0 || len(cbs.responseHeaders) > 0 {
+// call Visit: request-side callbacks, OnResponse for a CheckHead response,
+// or a redirect handler.
+func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
+	if len(cbs.request) > 0 || len(cbs.requestHeaders) > 0 || len(cbs.responseHeaders) > 0 ||
+		(cfg.checkHead && len(cbs.response) > 0) {
 		return true
 	}
 	c.shared.redirectMu.RLock()

@@ -480,6 +480,13 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		if f.status >= 300 && !cfg.parseHTTPErrors {
 			return fail(&HTTPError{StatusCode: f.status, Status: f.statusText})
 		}
+		if err := c.headResponse(cbs, req, f); err != nil {
+			return fail(err)
+		}
+		if req.IsAbort() {
+			resp.aborted = true
+			return resp
+		}
 	}
 	f, err := c.roundTrip(hctx, cfg, req, req.Method)
 	if f != nil {
@@ -517,6 +524,32 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	resp = c.finishBody(cfg, resp)
 	result.Err = resp.err
 	return resp
+}
+
+// headResponse shows the CheckHead response to OnResponse before the GET is
+// sent, as Colly does. Its Request is a HEAD copy of req with the same ID,
+// Ctx and Depth; links visited from it belong to req's crawl.
+func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error {
+	if len(cbs.response) == 0 {
+		return nil
+	}
+	u := *req.URL
+	head := &Request{
+		URL: &u, Headers: req.Headers, Host: req.Host, Ctx: req.Ctx, Depth: req.Depth,
+		Method: http.MethodHead, ID: req.ID, ProxyURL: f.proxyURL,
+		collector: c, stdCtx: req.stdCtx, attempt: req.attempt, run: req.run, parentRun: req.parentRun,
+	}
+	hdr := f.header
+	resp := &Response{StatusCode: f.status, Headers: &hdr, Request: head, Ctx: req.Ctx, Body: []byte{}}
+	for _, cb := range cbs.response {
+		if err := c.safely("OnResponse", func() { cb(resp) }); err != nil {
+			return err
+		}
+	}
+	if head.IsAbort() {
+		req.Abort()
+	}
+	return nil
 }
 
 // fetchContext is the context one fetch runs under: derived from std (the
