@@ -163,13 +163,15 @@ func (c *Collector) SetProxy(proxyURL string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
-	return c.SetProxyFunc(http.ProxyURL(p))
+	c.SetProxyFunc(http.ProxyURL(p))
+	return nil
 }
 
 // SetProxyFunc chooses a proxy per request. Keep-alives stay on: the
 // transport asks f for every request and pools connections per proxy. A
-// transport that is not an *http.Transport is replaced by a tuned one.
-func (c *Collector) SetProxyFunc(f ProxyFunc) error {
+// transport that is not an *http.Transport is replaced by a tuned one. The
+// signature is Colly's.
+func (c *Collector) SetProxyFunc(f ProxyFunc) {
 	c.shared.backend.update(func(cl *http.Client) {
 		t, ok := cl.Transport.(*http.Transport)
 		if ok {
@@ -180,7 +182,6 @@ func (c *Collector) SetProxyFunc(f ProxyFunc) error {
 		t.Proxy = f
 		cl.Transport = t
 	})
-	return nil
 }
 
 // storageJar is a cookie jar kept in a storage.Storage, so that cookies

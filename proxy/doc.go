@@ -5,8 +5,7 @@
 // described at magpie.ProxyURLKey, so that Request.ProxyURL tells callbacks
 // which proxy fetched a page.
 //
-// Rotation happens per request only when the transport asks for a proxy per
-// request: net/http asks once per new connection, so keep-alive connections
-// keep their proxy. The Collector disables keep-alives when a proxy func is
-// set, as Colly does.
+// net/http's Transport asks its Proxy function for every request and pools
+// connections per proxy, so a switcher rotates per request while keep-alive
+// connections stay open (Colly turns keep-alives off instead).
 package proxy

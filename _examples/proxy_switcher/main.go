@@ -45,9 +45,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := c.SetProxyFunc(switcher); err != nil {
-		log.Fatal(err)
-	}
+	c.SetProxyFunc(switcher)
 
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
 		_ = e.Request.Visit(e.Attr("href"))
