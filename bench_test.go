@@ -261,7 +261,15 @@ func TestSyncVisitFromFetchNoDeadlock(t *testing.T) {
 		{"redirect handler", func(c *Collector, visit func()) {
 			c.SetRedirectHandler(func(*http.Request, []*http.Request) error { visit(); return nil })
 		}},
-		{"OnError of a refusal", func(c *Collector, visit func()) { c.OnError(func(*Response, error) { visit() }) }},
+		{"OnRefused", func(c *Collector, visit func()) { c.OnRefused(func(*Request, error) { visit() }) }},
+		{"OnResponse of a CheckHead", func(c *Collector, visit func()) {
+			c.CheckHead = true
+			c.OnResponse(func(r *Response) {
+				if r.Request.Method == http.MethodHead {
+					visit()
+				}
+			})
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,7 +282,7 @@ func TestSyncVisitFromFetchNoDeadlock(t *testing.T) {
 				}
 			})
 			start := ts.URL + "/redirect"
-			if tt.name == "OnError of a refusal" {
+			if tt.name == "OnRefused" {
 				start = "http://forbidden.invalid/"
 				c.AllowedDomains = []string{"127.0.0.1"}
 			}
@@ -289,8 +297,12 @@ func TestSyncVisitFromFetchNoDeadlock(t *testing.T) {
 			if !once.Load() {
 				t.Fatalf("%s never ran", tt.name)
 			}
-			if n := ts.count("/leaf"); n != 1 {
-				t.Errorf("fetches of /leaf = %d, want 1", n)
+			want := 1
+			if c.CheckHead {
+				want = 2 // its HEAD and its GET
+			}
+			if n := ts.count("/leaf"); n != want {
+				t.Errorf("fetches of /leaf = %d, want %d", n, want)
 			}
 		})
 	}

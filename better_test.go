@@ -70,8 +70,9 @@ func TestAsyncVisitsBoundedGoroutines(t *testing.T) {
 func TestRobotsDefaultOn(t *testing.T) {
 	ts := newTestServer(t)
 	c := NewCollector()
-	var onErr []error
+	var onErr, refused []error
 	c.OnError(func(r *Response, err error) { onErr = append(onErr, err) })
+	c.OnRefused(func(r *Request, err error) { refused = append(refused, err) })
 	if err := c.Visit(ts.URL + "/secret"); !errors.Is(err, ErrRobotsTxtBlocked) {
 		t.Errorf("Visit(/secret) error = %v, want ErrRobotsTxtBlocked", err)
 	}
@@ -81,8 +82,13 @@ func TestRobotsDefaultOn(t *testing.T) {
 	if ts.count("/secret") != 0 {
 		t.Errorf("/secret fetched %d times, want 0", ts.count("/secret"))
 	}
-	if len(onErr) != 2 {
-		t.Errorf("OnError calls = %d, want 2", len(onErr))
+	// The redirect hop to /secret was attempted (the fetch of /go-secret
+	// failed), so it goes to OnError; /secret itself was refused.
+	if len(refused) != 1 || !errors.Is(refused[0], ErrRobotsTxtBlocked) {
+		t.Errorf("OnRefused got %v, want 1 ErrRobotsTxtBlocked", refused)
+	}
+	if len(onErr) != 1 || !errors.Is(onErr[0], ErrRobotsTxtBlocked) {
+		t.Errorf("OnError got %v, want 1 ErrRobotsTxtBlocked (the redirect)", onErr)
 	}
 	bad := NewCollector()
 	bad.OnRequest(func(r *Request) { r.Headers.Set("User-Agent", "BadBot") })
@@ -109,29 +115,32 @@ func TestCollectorRobotsSingleFetch(t *testing.T) {
 	}
 }
 
-// 3. Every refusal goes to the caller and to OnError, with Response.Request set.
-func TestRefusalsReachOnError(t *testing.T) {
+// 3. Every refusal goes to the caller and to OnRefused with its Request, and
+// not to OnError, which is for requests that were attempted; Stats counts it.
+func TestRefusalsReachOnRefused(t *testing.T) {
 	ts := newTestServer(t)
 	tests := []struct {
 		name string
 		opts []CollectorOption
 		url  string
-		want error
+		want   error
+		reason string
 	}{
-		{"forbidden domain", []CollectorOption{DisallowedDomains("127.0.0.1")}, "/html", ErrForbiddenDomain},
-		{"not allowed domain", []CollectorOption{AllowedDomains("example.com")}, "/html", ErrForbiddenDomain},
-		{"forbidden url", []CollectorOption{DisallowedURLFilters(regexp.MustCompile("html"))}, "/html", ErrForbiddenURL},
-		{"no filter match", []CollectorOption{URLFilters(regexp.MustCompile("nomatch"))}, "/html", ErrNoURLFiltersMatch},
-		{"max requests", []CollectorOption{MaxRequests(1), func(c *Collector) { c.requestCount.Store(1) }}, "/html", ErrMaxRequests},
-		{"scheme", nil, "ftp://x/", ErrUnsupportedScheme},
+		{"forbidden domain", []CollectorOption{DisallowedDomains("127.0.0.1")}, "/html", ErrForbiddenDomain, RefusedDomain},
+		{"not allowed domain", []CollectorOption{AllowedDomains("example.com")}, "/html", ErrForbiddenDomain, RefusedDomain},
+		{"forbidden url", []CollectorOption{DisallowedURLFilters(regexp.MustCompile("html"))}, "/html", ErrForbiddenURL, RefusedURLFilter},
+		{"no filter match", []CollectorOption{URLFilters(regexp.MustCompile("nomatch"))}, "/html", ErrNoURLFiltersMatch, RefusedURLFilter},
+		{"max requests", []CollectorOption{MaxRequests(1), func(c *Collector) { c.requestCount.Store(1) }}, "/html", ErrMaxRequests, RefusedMaxRequests},
+		{"scheme", nil, "ftp://x/", ErrUnsupportedScheme, RefusedScheme},
 	}
 	for _, tt := range tests {
 		for _, async := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/async=%v", tt.name, async), func(t *testing.T) {
 				c := NewCollector(append(tt.opts, Async(async))...)
-				var got []*Response
-				var gotErr []error
-				c.OnError(func(r *Response, err error) { got, gotErr = append(got, r), append(gotErr, err) })
+				var got []*Request
+				var gotErr, onErr []error
+				c.OnRefused(func(r *Request, err error) { got, gotErr = append(got, r), append(gotErr, err) })
+				c.OnError(func(r *Response, err error) { onErr = append(onErr, err) })
 				u := tt.url
 				if strings.HasPrefix(u, "/") {
 					u = ts.URL + u
@@ -141,11 +150,14 @@ func TestRefusalsReachOnError(t *testing.T) {
 				if !errors.Is(err, tt.want) {
 					t.Errorf("Visit(%q) error = %v, want %v", u, err, tt.want)
 				}
-				if len(got) != 1 || got[0].Request == nil || !errors.Is(gotErr[0], tt.want) {
-					t.Fatalf("OnError calls = %d (%v), want 1 with Request set and %v", len(got), gotErr, tt.want)
+				if len(got) != 1 || got[0] == nil || got[0].URL == nil || !errors.Is(gotErr[0], tt.want) {
+					t.Fatalf("OnRefused calls = %d (%v), want 1 with the Request and %v", len(got), gotErr, tt.want)
 				}
-				if got[0].StatusCode != 0 {
-					t.Errorf("OnError Response.StatusCode = %d, want 0", got[0].StatusCode)
+				if len(onErr) != 0 {
+					t.Errorf("OnError got %v, want nothing for a refusal", onErr)
+				}
+				if n := c.Stats().Refused[tt.reason]; n != 1 {
+					t.Errorf("Stats().Refused[%q] = %d, want 1 (all: %v)", tt.reason, n, c.Stats().Refused)
 				}
 			})
 		}
@@ -153,7 +165,7 @@ func TestRefusalsReachOnError(t *testing.T) {
 	t.Run("depth and revisit", func(t *testing.T) {
 		c := NewCollector(MaxDepth(1))
 		var errs []error
-		c.OnError(func(r *Response, err error) { errs = append(errs, err) })
+		c.OnRefused(func(r *Request, err error) { errs = append(errs, err) })
 		c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.DOM.AttrOr("href", "")) })
 		if err := c.Visit(ts.URL + "/"); err != nil {
 			t.Fatalf("Visit(/) error = %v", err)
@@ -169,7 +181,7 @@ func TestRefusalsReachOnError(t *testing.T) {
 			}
 		}
 		if depth != 3 || len(errs) != 4 {
-			t.Errorf("OnError got %v, want 3 ErrMaxDepth and 1 AlreadyVisited", errs)
+			t.Errorf("OnRefused got %v, want 3 ErrMaxDepth and 1 AlreadyVisited", errs)
 		}
 	})
 }
@@ -179,7 +191,7 @@ func TestMaxRequestsExactAsync(t *testing.T) {
 	ts := newTestServer(t)
 	c := NewCollector(Async(), MaxRequests(5), IgnoreRobotsTxt())
 	var refused atomic.Int32
-	c.OnError(func(r *Response, err error) {
+	c.OnRefused(func(r *Request, err error) {
 		if errors.Is(err, ErrMaxRequests) {
 			refused.Add(1)
 		}
@@ -194,7 +206,7 @@ func TestMaxRequestsExactAsync(t *testing.T) {
 		t.Errorf("server hits = %d, want 5", n)
 	}
 	if n := refused.Load(); n != 45 {
-		t.Errorf("ErrMaxRequests to OnError = %d, want 45", n)
+		t.Errorf("ErrMaxRequests to OnRefused = %d, want 45", n)
 	}
 }
 

@@ -57,6 +57,7 @@ type callbacks struct {
 	html            []*htmlCallback
 	xml             []*xmlCallback
 	err             []ErrorCallback
+	refused         []RefusedCallback
 	scraped         []ScrapedCallback
 }
 

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	whatwg "github.com/nlnwa/whatwg-url/url"
 )
 
 // canonicalURL returns the form of u used for visited keys: scheme and host
@@ -231,4 +233,80 @@ func fmix64(k uint64) uint64 {
 	k *= 0xc4ceb93e53ca7d85
 	k ^= k >> 33
 	return k
+}
+
+// hrefParser reads URLs as browsers do (the WHATWG URL standard): tabs and
+// newlines are removed, leading and trailing spaces trimmed, "\" is "/" in
+// http(s) URLs, a "%" not followed by two hex digits becomes "%25", and IDN
+// hosts become punycode. net/url refuses or misreads all of these, and the
+// pages that browsers reach through them would not be crawled.
+var hrefParser = whatwg.NewParser(whatwg.WithPercentEncodeSinglePercentSign())
+
+// plainRef reports whether s can be read by net/url exactly as a browser
+// would read it: printable ASCII only, with no backslash. Most links are, and
+// net/url is several times cheaper than the WHATWG parser.
+func plainRef(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseURL parses an absolute URL as a browser would.
+func parseURL(s string) (*url.URL, error) {
+	if plainRef(s) {
+		if u, err := url.Parse(s); err == nil {
+			return u, nil
+		}
+	}
+	w, err := hrefParser.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return fromWHATWG(w)
+}
+
+// resolveRef resolves the link ref against base as a browser would. The
+// fragment is kept.
+func resolveRef(base *url.URL, ref string) (*url.URL, error) {
+	if plainRef(ref) {
+		if r, err := url.Parse(ref); err == nil {
+			return base.ResolveReference(r), nil
+		}
+	}
+	w, err := hrefParser.ParseRef(base.String(), ref)
+	if err != nil {
+		return nil, err
+	}
+	return fromWHATWG(w)
+}
+
+// fromWHATWG converts a WHATWG URL to net/url's form. The standard leaves a
+// lone "%" in a fragment as typed, which net/url refuses: it is written "%25".
+func fromWHATWG(w *whatwg.Url) (*url.URL, error) {
+	href := w.Href(false)
+	if u, err := url.Parse(href); err == nil {
+		return u, nil
+	}
+	return url.Parse(escapeLonePercent(href))
+}
+
+// escapeLonePercent writes each "%" not followed by two hex digits as "%25".
+func escapeLonePercent(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && (i+2 >= len(s) || !hexDigit(s[i+1]) || !hexDigit(s[i+2])) {
+			b.WriteString("%25")
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func hexDigit(c byte) bool {
+	_, ok := unhex(c)
+	return ok
 }

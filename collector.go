@@ -106,6 +106,8 @@ type Collector struct {
 	stopping []*run
 	// debugger is the attached debug.Debugger, if any.
 	debugger atomic.Pointer[debuggerRef]
+	// refusals counts refusals by reason (see Stats.Refused).
+	refusals refusalCounts
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
@@ -313,12 +315,19 @@ type Stats struct {
 	// Parked is how many requests wait in the politeness gate for their
 	// host's turn (at most MaxParked).
 	Parked int `json:"parked"`
+	// Refused counts requests refused before they were sent, by reason
+	// (the Refused* constants); reasons never seen are absent.
+	Refused map[string]uint64 `json:"refused"`
+	// FragmentLinks counts links to a place in their own page ("#top"),
+	// which are not followed.
+	FragmentLinks uint64 `json:"fragment_links"`
 }
 
 // Stats returns the collector's counters and the current crawl's state.
 // Safe for concurrent use, also from callbacks.
 func (c *Collector) Stats() Stats {
-	st := Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load()}
+	st := Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
+		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load()}
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()
@@ -352,7 +361,7 @@ func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Con
 // newRequest builds a request; on error it still returns a request (with
 // whatever could be parsed) so that OnError can be told which one failed.
 func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
-	p, err := url.Parse(u)
+	p, err := parseURL(u)
 	if err != nil {
 		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
 		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
@@ -401,7 +410,7 @@ func (c *Collector) submit(req *Request) error {
 		_, err := c.enter(cfg, req)
 		if err != nil {
 			c.logRefusal(req, err)
-			c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+			c.reportRejection(req, err)
 		}
 		return err
 	}
@@ -412,11 +421,10 @@ func (c *Collector) submit(req *Request) error {
 	r, err := c.enter(cfg, req)
 	if err != nil {
 		c.logRefusal(req, err)
-		resp := &Response{Request: req, Ctx: req.Ctx}
 		if nested {
-			c.handleOnError(resp, err)
+			c.reportRejection(req, err)
 		} else {
-			c.withCallbackMarkID(id, func() { c.handleOnError(resp, err) })
+			c.withCallbackMarkID(id, func() { c.reportRejection(req, err) })
 		}
 		return err
 	}
@@ -447,7 +455,7 @@ func (c *Collector) submitChild(req *Request) error {
 			// lost: its parent's entry goes back to the queue.
 			return err
 		}
-		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+		c.reportRejection(req, err)
 	}
 	return err
 }
@@ -468,17 +476,16 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 	return r, nil
 }
 
-// refuse delivers a refusal to OnError with a Response that names the
-// request; in sync mode OnError runs marked as a callback, so that a Visit
-// from it does not wait for the crawl.
+// refuse delivers a refusal to OnRefused (a failure such as a storage error
+// to OnError); in sync mode the callbacks run marked as callbacks, so that a
+// Visit from them does not wait for the crawl.
 func (c *Collector) refuse(req *Request, err error) {
 	c.logRefusal(req, err)
-	resp := &Response{Request: req, Ctx: req.Ctx}
 	if c.config().async {
-		c.handleOnError(resp, err)
+		c.reportRejection(req, err)
 		return
 	}
-	c.withCallbackMark(func() { c.handleOnError(resp, err) })
+	c.withCallbackMark(func() { c.reportRejection(req, err) })
 }
 
 func (c *Collector) logRefusal(req *Request, err error) {

@@ -1,7 +1,6 @@
 package magpie_test
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -42,11 +41,9 @@ func Example() {
 		mu.Unlock()
 	})
 	c.OnError(func(r *magpie.Response, err error) {
-		// Links back to pages already crawled are refused, and magpie
-		// reports every refusal to OnError; skip those.
-		if _, dup := errors.AsType[*magpie.AlreadyVisitedError](err); !dup {
-			fmt.Println("error:", r.Request.URL, err)
-		}
+		// Only requests that were sent and failed come here; links that
+		// are refused (already visited, other domains) go to OnRefused.
+		fmt.Println("error:", r.Request.URL, err)
 	})
 
 	if err := c.Visit(site.URL + "/"); err != nil {

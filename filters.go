@@ -160,7 +160,10 @@ func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, us
 	}
 	allowed, delay, err := c.shared.robots.check(ctx, u, userAgent)
 	if err != nil {
-		return fmt.Errorf("robots.txt of %s: %w", u.Host, err)
+		if ctx.Err() != nil {
+			return err // the crawl is stopping, not the host failing
+		}
+		return fmt.Errorf("%w: robots.txt of %s: %w", ErrRobotsTxtUnavailable, u.Host, err)
 	}
 	if delay > 0 {
 		c.shared.limiter.SetCrawlDelay(u.Host, delay)

@@ -36,9 +36,9 @@ func TestRunQueueRedelivery(t *testing.T) {
 			c := NewCollector(IgnoreRobotsTxt())
 			c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
 			var refused atomic.Bool
-			c.OnError(func(r *Response, err error) {
+			c.OnRefused(func(r *Request, err error) {
 				var ave *AlreadyVisitedError
-				if errors.As(err, &ave) && ave.Destination.Path == "/" && r.Request.Depth == 1 {
+				if errors.As(err, &ave) && ave.Destination.Path == "/" && r.Depth == 1 {
 					refused.Store(true)
 				}
 			})

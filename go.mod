@@ -12,6 +12,7 @@ require (
 	github.com/antchfx/xpath v1.3.9
 	github.com/gobwas/glob v1.1.0
 	github.com/klauspost/compress v1.20.3
+	github.com/nlnwa/whatwg-url v0.6.2
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/temoto/robotstxt v1.1.2
 	golang.org/x/net v0.62.0
@@ -20,6 +21,7 @@ require (
 )
 
 require (
+	github.com/bits-and-blooms/bitset v1.20.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect

@@ -521,14 +521,14 @@ func TestCallbackGoexit(t *testing.T) {
 	}
 }
 
-// TestQueueRefusalGoexit: an OnError that calls runtime.Goexit for an entry
-// refused when leased (it runs on the run's feeder) does not stall the queue
-// run: the other entries are crawled and RunQueue returns.
+// TestQueueRefusalGoexit: an OnRefused that calls runtime.Goexit for an
+// entry refused when leased (it runs on the run's feeder) does not stall the
+// queue run: the other entries are crawled and RunQueue returns.
 func TestQueueRefusalGoexit(t *testing.T) {
 	ts := newTestServer(t)
 	c := NewCollector(IgnoreRobotsTxt(), DisallowedURLFilters(regexp.MustCompile(`/b$`)))
 	var exits atomic.Int64
-	c.OnError(func(_ *Response, err error) {
+	c.OnRefused(func(_ *Request, err error) {
 		if errors.Is(err, ErrForbiddenURL) {
 			exits.Add(1)
 			runtime.Goexit()
@@ -546,10 +546,10 @@ func TestQueueRefusalGoexit(t *testing.T) {
 			t.Fatalf("RunQueue() error = %v, want nil", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("RunQueue did not return after OnError called runtime.Goexit")
+		t.Fatal("RunQueue did not return after OnRefused called runtime.Goexit")
 	}
 	if n := exits.Load(); n < 1 {
-		t.Errorf("OnError for refused entries ran %d times, want >= 1", n)
+		t.Errorf("OnRefused for refused entries ran %d times, want >= 1", n)
 	}
 	for _, p := range []string{"/a", "/c"} {
 		if got := ts.count(p); got != 1 {

@@ -128,9 +128,9 @@ func TestRunQueueMaxRequestsAndRefusals(t *testing.T) {
 	q := newMemQueue()
 	c := NewCollector(MaxRequests(10), DisallowedDomains("localhost"))
 	var refused atomic.Int32
-	c.OnError(func(r *Response, err error) {
-		if r.Request == nil {
-			t.Error("OnError Response.Request = nil")
+	c.OnRefused(func(r *Request, err error) {
+		if r == nil || r.URL == nil {
+			t.Error("OnRefused got no Request")
 		}
 		refused.Add(1)
 	})
@@ -145,7 +145,7 @@ func TestRunQueueMaxRequestsAndRefusals(t *testing.T) {
 		t.Errorf("fetches = %d, want 10", n)
 	}
 	if n := refused.Load(); n != 11 {
-		t.Errorf("OnError calls = %d, want 11 (10 max requests + 1 forbidden domain)", n)
+		t.Errorf("OnRefused calls = %d, want 11 (10 max requests + 1 forbidden domain)", n)
 	}
 }
 

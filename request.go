@@ -170,22 +170,31 @@ func (r *Request) AbsoluteURL(u string) string {
 	return ""
 }
 
-// resolve is AbsoluteURL before the final String; nil stands for "".
+// resolve is AbsoluteURL before the final String; nil stands for "". The
+// href is read as browsers read it (see hrefParser) and keeps its fragment;
+// visited keys drop it.
 func (r *Request) resolve(u string) *url.URL {
-	if strings.HasPrefix(u, "#") {
+	if isFragmentOnly(u) {
 		return nil
 	}
 	base := r.baseURL
 	if base == nil {
 		base = r.URL
 	}
-	ref, err := url.Parse(strings.TrimSpace(u))
-	if err != nil || base == nil {
+	if base == nil {
 		return nil
 	}
-	abs := base.ResolveReference(ref)
-	abs.Fragment, abs.RawFragment = "", ""
+	abs, err := resolveRef(base, u)
+	if err != nil {
+		return nil
+	}
 	return abs
+}
+
+// isFragmentOnly reports whether href names a place in the page itself
+// ("#top"), after the spaces browsers ignore.
+func isFragmentOnly(href string) bool {
+	return strings.HasPrefix(strings.TrimLeft(href, " \t\n\r\f"), "#")
 }
 
 // Visit admits a GET of u (relative to this request) at depth r.Depth+1 with
@@ -227,7 +236,13 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	var err error
 	// The resolved URL is used as is: printing it for AbsoluteURL and
 	// parsing it again would double the cost of every link of a crawl.
+	if isFragmentOnly(u) {
+		// A link to a place in this page: the page itself, not a refusal.
+		c.refusals.fragments.Add(1)
+		return nil
+	}
 	if abs := r.resolve(u); abs != nil {
+		abs.Fragment, abs.RawFragment = "", ""
 		req, err = c.newRequestURL(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
 	} else {
 		req, err = c.newRequest(u, method, r.Depth+1, body, r.Ctx.Clone(), hdr) // let admission report the bad URL

@@ -25,8 +25,17 @@ func TestAbsoluteURL(t *testing.T) {
 		{"other", "http://h/dir/other"},
 		{"/root", "http://h/root"},
 		{"#frag", ""},
-		{"http://x/y#z", "http://x/y"},
-		{"%zz", ""},
+		{"  #frag", ""},
+		// The fragment is kept, as Colly keeps it; visited keys drop it.
+		{"http://x/y#z", "http://x/y#z"},
+		// Hrefs are read as browsers read them (WHATWG URL).
+		{"%zz", "http://h/dir/%25zz"},
+		{"a\tb\nc", "http://h/dir/abc"},
+		{"  spaced.html  ", "http://h/dir/spaced.html"},
+		{"..\\up\\file", "http://h/up/file"},
+		{"x.html#%_sec_6.2", "http://h/dir/x.html#%25_sec_6.2"},
+		{"http://BÜCHER.example/", "http://xn--bcher-kva.example/"},
+		{"http://[::1", ""},
 	}
 	for _, tt := range tests {
 		if got := r.AbsoluteURL(tt.in); got != tt.want {

@@ -207,7 +207,7 @@ func TestRunMaxRequests(t *testing.T) {
 	s := newTestServer(t, nil)
 	c := magpie.NewCollector(magpie.MaxRequests(10))
 	var refused atomic.Int32
-	c.OnError(func(_ *magpie.Response, err error) {
+	c.OnRefused(func(_ *magpie.Request, err error) {
 		if errors.Is(err, magpie.ErrMaxRequests) {
 			refused.Add(1)
 		}
@@ -223,7 +223,7 @@ func TestRunMaxRequests(t *testing.T) {
 		t.Errorf("server hits with MaxRequests(10) = %d, want 10", n)
 	}
 	if n := refused.Load(); n != 40 {
-		t.Errorf("OnError(ErrMaxRequests) calls = %d, want 40", n)
+		t.Errorf("OnRefused(ErrMaxRequests) calls = %d, want 40", n)
 	}
 	if !q.IsEmpty() {
 		t.Errorf("IsEmpty() after Run = false, want true (refused requests are done)")
@@ -493,7 +493,8 @@ func noLossRound(t *testing.T, seed uint64, seeds int) {
 		}
 	})
 	var onErr atomic.Int32
-	c.OnError(func(_ *magpie.Response, err error) {
+	c.OnError(func(_ *magpie.Response, err error) { onErr.Add(1) })
+	c.OnRefused(func(_ *magpie.Request, err error) {
 		var av *magpie.AlreadyVisitedError
 		if !errors.As(err, &av) {
 			onErr.Add(1)
@@ -511,7 +512,7 @@ func noLossRound(t *testing.T, seed uint64, seeds int) {
 		t.Errorf("AddURL from a callback error = %v", err)
 	}
 	if n := onErr.Load(); n != 0 {
-		t.Errorf("OnError called %d times for errors other than already-visited, want 0", n)
+		t.Errorf("OnError or OnRefused called %d times for errors other than already-visited, want 0", n)
 	}
 	f := s.fetches()
 	for p := range want {

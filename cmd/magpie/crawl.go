@@ -121,7 +121,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
 		n, _ := e.Request.Ctx.GetAny("links").(int)
 		e.Request.Ctx.Put("links", n+1)
-		// Refusals (other domain, robots.txt, already visited) reach OnError too.
+		// Refusals (other domain, robots.txt, already visited) reach OnRefused.
 		_ = e.Request.Visit(e.Attr("href"))
 	})
 	c.OnScraped(func(r *magpie.Response) {
@@ -136,6 +136,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)
 		})
 	})
 	c.OnError(func(r *magpie.Response, err error) {
+		t.fail(errorKind(err))
+	})
+	c.OnRefused(func(r *magpie.Request, err error) {
 		t.fail(errorKind(err))
 	})
 	if err := c.Visit(cfg.start); err != nil {

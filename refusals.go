@@ -1,0 +1,120 @@
+package magpie
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// RefusedCallback is called with a request that was refused before it was
+// sent (domain, URL filter, depth, robots.txt, already visited, MaxRequests,
+// scheme, invalid URL, full queue, stopped crawl) and the typed error that
+// says why; Visit returns the same error.
+type RefusedCallback func(*Request, error)
+
+// OnRefused registers f for requests refused before they were sent. OnError
+// is only for requests that were attempted and failed, as in Colly, so that
+// a crawl's error log is not flooded by links to pages already crawled.
+func (c *Collector) OnRefused(f RefusedCallback) {
+	c.updateCallbacks(func(cb *callbacks) { cb.refused = append(cb.refused, f) })
+}
+
+// Refusal reasons, the keys of Stats.Refused.
+const (
+	RefusedDomain            = "domain"
+	RefusedURLFilter         = "url_filter"
+	RefusedDepth             = "depth"
+	RefusedRobots            = "robots"
+	RefusedRobotsUnavailable = "robots_unavailable"
+	RefusedVisited           = "visited"
+	RefusedMaxRequests       = "max_requests"
+	RefusedScheme            = "scheme"
+	RefusedInvalidURL        = "invalid_url"
+	RefusedQueueFull         = "queue_full"
+	RefusedStopped           = "stopped"
+)
+
+// refusalReasons maps each refusal sentinel to its reason, in the order
+// they are tested.
+var refusalReasons = []struct {
+	err    error
+	reason string
+}{
+	{ErrForbiddenDomain, RefusedDomain},
+	{ErrForbiddenURL, RefusedURLFilter},
+	{ErrNoURLFiltersMatch, RefusedURLFilter},
+	{ErrMaxDepth, RefusedDepth},
+	{ErrRobotsTxtBlocked, RefusedRobots},
+	{ErrRobotsTxtUnavailable, RefusedRobotsUnavailable},
+	{ErrMaxRequests, RefusedMaxRequests},
+	{ErrUnsupportedScheme, RefusedScheme},
+	{ErrInvalidURL, RefusedInvalidURL},
+	{ErrMissingURL, RefusedInvalidURL},
+	{ErrQueueFull, RefusedQueueFull},
+	{ErrStopped, RefusedStopped},
+}
+
+// refusalReason names the refusal err is, or returns "" for an error that is
+// a failure (storage, context), which goes to OnError.
+func refusalReason(err error) string {
+	if _, ok := errors.AsType[*AlreadyVisitedError](err); ok {
+		return RefusedVisited
+	}
+	if _, ok := errors.AsType[*StorageError](err); ok {
+		return ""
+	}
+	for _, r := range refusalReasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return ""
+}
+
+// refusalCounts counts refusals by reason, and fragment-only links.
+type refusalCounts struct {
+	byReason  [len(refusalKeys)]atomic.Uint64
+	fragments atomic.Uint64
+}
+
+// refusalKeys are the reasons in Stats order.
+var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
+	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped}
+
+func (rc *refusalCounts) add(reason string) {
+	for i, k := range refusalKeys {
+		if k == reason {
+			rc.byReason[i].Add(1)
+			return
+		}
+	}
+}
+
+// snapshot returns the non-zero counts.
+func (rc *refusalCounts) snapshot() map[string]uint64 {
+	m := map[string]uint64{}
+	for i, k := range refusalKeys {
+		if n := rc.byReason[i].Load(); n > 0 {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// reportRejection delivers an error that kept req from being queued: a
+// refusal goes to OnRefused and is counted; anything else (a storage
+// failure) to OnError. The caller marks the goroutine as running callbacks
+// where that matters.
+func (c *Collector) reportRejection(req *Request, err error) {
+	reason := refusalReason(err)
+	if reason == "" {
+		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
+		return
+	}
+	c.refusals.add(reason)
+	cbs := c.snapshotCallbacks()
+	for _, f := range cbs.refused {
+		if perr := c.safely("OnRefused", func() { f(req, err) }); perr != nil {
+			c.logger.Error("OnRefused callback panicked", "url", urlString(req), "err", perr)
+		}
+	}
+}
