@@ -120,9 +120,9 @@ func TestCollectorRobotsSingleFetch(t *testing.T) {
 func TestRefusalsReachOnRefused(t *testing.T) {
 	ts := newTestServer(t)
 	tests := []struct {
-		name string
-		opts []CollectorOption
-		url  string
+		name   string
+		opts   []CollectorOption
+		url    string
 		want   error
 		reason string
 	}{

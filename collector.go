@@ -140,19 +140,8 @@ var collectorIDs atomic.Uint32
 // NewCollector returns a Collector with Colly's defaults except that
 // robots.txt is obeyed, then applies options in order.
 func NewCollector(options ...CollectorOption) *Collector {
-	c := &Collector{
-		UserAgent:   defaultUserAgent,
-		MaxBodySize: 10 << 20,
-		Context:     context.Background(),
-		ID:          collectorIDs.Add(1),
-		logger:      slog.New(slog.DiscardHandler),
-		visitMu:     &sync.Mutex{},
-	}
-	st := &storage.InMemoryStorage{}
-	_ = st.Init() // in-memory Init cannot fail
-	c.shared = &shared{limiter: limits.New(), store: st}
-	c.shared.backend = newHTTPBackend(c.shared)
-	c.shared.robots = newRobotsCache(robotsTTL, c.fetchRobots)
+	c := &Collector{}
+	c.Init()
 	for _, o := range options {
 		o(c)
 	}

@@ -41,6 +41,9 @@ type config struct {
 	cache              *fileCache
 	redirectMaxHops    int
 	redirectCheckDepth bool
+	// otherScheme reports whether the transport serves a scheme other than
+	// http and https (a protocol registered on it, such as "file").
+	otherScheme func(scheme string) bool
 }
 
 // config returns the running crawl's snapshot, or a fresh one when no crawl runs.
@@ -80,6 +83,7 @@ func (c *Collector) snapshot() *config {
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
 		redirectCheckDepth: true,
+		otherScheme:        c.shared.backend.supportsScheme,
 	}
 	if cfg.stdCtx == nil {
 		cfg.stdCtx = context.Background()
@@ -110,11 +114,12 @@ func normaliseDomains(ds []string) []string {
 // checkURL applies the checks that need only the URL and depth: scheme,
 // depth, URL filters and domain filters. Redirect hops run it too.
 func (cfg *config) checkURL(u *url.URL, depth int) error {
-	if u.Scheme != "http" && u.Scheme != "https" {
+	web := isWeb(u)
+	if !web && (u.Scheme == "" || cfg.otherScheme == nil || !cfg.otherScheme(u.Scheme)) {
 		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u)
 	}
 	hostname := u.Hostname()
-	if hostname == "" {
+	if hostname == "" && web {
 		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u)
 	}
 	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
@@ -131,6 +136,9 @@ func (cfg *config) checkURL(u *url.URL, depth int) error {
 			return ErrNoURLFiltersMatch
 		}
 	}
+	if hostname == "" {
+		return nil // a file:// URL: domain filters are about servers
+	}
 	host := strings.ToLower(hostname)
 	if slices.Contains(cfg.disallowedDomains, host) {
 		return ErrForbiddenDomain
@@ -140,6 +148,10 @@ func (cfg *config) checkURL(u *url.URL, depth int) error {
 	}
 	return nil
 }
+
+// isWeb reports whether u is an http or https URL, to which robots.txt and
+// host limits apply.
+func isWeb(u *url.URL) bool { return u.Scheme == "http" || u.Scheme == "https" }
 
 // userAgentOf is the User-Agent a request is sent with.
 func (cfg *config) userAgentOf(h map[string][]string) string {
@@ -155,7 +167,7 @@ func (cfg *config) userAgentOf(h map[string][]string) string {
 // checkRobots refuses u when robots.txt forbids it for userAgent, and hands
 // the host's Crawl-delay to the limiter.
 func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, userAgent string) error {
-	if cfg.ignoreRobots {
+	if cfg.ignoreRobots || !isWeb(u) {
 		return nil
 	}
 	allowed, delay, err := c.shared.robots.check(ctx, u, userAgent)
@@ -188,7 +200,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
 		return err
 	}
-	if req.Method != "HEAD" {
+	if req.Method != "HEAD" && isWeb(req.URL) {
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
 		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
 			return err

@@ -39,6 +39,47 @@ type httpBackend struct {
 	// own is the transport magpie built and tuned itself (guarded by mu);
 	// only that one is retuned for more workers, never a user's.
 	own *http.Transport
+	// schemes caches, for the current client, whether its transport serves
+	// a scheme other than http and https (guarded by mu; reset by update).
+	schemes map[string]bool
+}
+
+// supportsScheme reports whether the client's transport serves URLs of
+// scheme, as an *http.Transport does for a protocol registered with
+// RegisterProtocol (Colly's local_files example registers "file"). The
+// transport is asked once per scheme, with a request whose context is
+// already cancelled for a path that does not exist: a transport without the
+// protocol answers "unsupported protocol scheme" without any I/O.
+func (b *httpBackend) supportsScheme(scheme string) bool {
+	b.mu.RLock()
+	ok, known := b.schemes[scheme]
+	rt := b.client.Transport
+	b.mu.RUnlock()
+	if known {
+		return ok
+	}
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ok = false
+	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+":///magpie-scheme-probe/does-not-exist", nil); err == nil {
+		resp, err := rt.RoundTrip(req)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		ok = err == nil || !strings.Contains(err.Error(), "unsupported protocol scheme")
+	}
+	b.mu.Lock()
+	if b.client.Transport == rt || (b.client.Transport == nil && rt == http.DefaultTransport) {
+		if b.schemes == nil {
+			b.schemes = make(map[string]bool)
+		}
+		b.schemes[scheme] = ok
+	}
+	b.mu.Unlock()
+	return ok
 }
 
 func newHTTPBackend(sh *shared) *httpBackend {
@@ -77,6 +118,7 @@ func (b *httpBackend) update(f func(*http.Client)) {
 	n := *b.client
 	f(&n)
 	b.client = &n
+	b.schemes = nil
 }
 
 // keepIdleFor makes magpie's own transport keep an idle connection per
@@ -336,6 +378,7 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	ctx = context.WithValue(ctx, fetchStateKey{}, st)
 	// A ProxyFunc reports the proxy it chose through this box (see ProxyURLKey).
 	ctx, _ = contextWithProxyURLBox(ctx)
+	ctx = context.WithValue(ctx, CheckRevisitKey, req.checkRevisit && !cfg.allowRevisit)
 	hreq, err := http.NewRequestWithContext(ctx, method, req.URL.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)

@@ -104,7 +104,9 @@ func (r *Rule) compiled() (*matcher, error) {
 
 // Match reports whether the rule applies to host (a hostname or host:port,
 // as in url.URL.Host). Either pattern may match, against the lower-cased
-// hostname or the whole host:port. A rule that fails Init matches nothing.
+// hostname or the whole host:port. A rule that fails Init matches nothing,
+// and no rule matches an empty host (a file:// URL has none): limits are for
+// servers.
 func (r *Rule) Match(host string) bool {
 	m, err := r.compiled()
 	if err != nil {
@@ -114,6 +116,9 @@ func (r *Rule) Match(host string) bool {
 }
 
 func (m *matcher) match(host string) bool {
+	if host == "" {
+		return false
+	}
 	host = lower(host)
 	name := hostname(host)
 	return m.one(name) || (name != host && m.one(host))

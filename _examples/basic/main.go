@@ -34,7 +34,7 @@ func main() {
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
 		link := e.Attr("href")
 		fmt.Printf("link found: %q -> %s\n", e.Text, link)
-		// Visit returns at once inside a callback; refusals reach OnError.
+		// Visit returns at once inside a callback; refusals reach OnRefused.
 		_ = e.Request.Visit(link)
 	})
 	c.OnRequest(func(r *magpie.Request) {

@@ -33,23 +33,30 @@ func main() {
 	c.OnResponse(func(r *magpie.Response) {
 		fmt.Printf("ok     %d %s\n", r.StatusCode, r.Request.URL)
 	})
+	// OnError: requests that were sent and failed.
 	c.OnError(func(r *magpie.Response, err error) {
 		var httpErr *magpie.HTTPError
+		if errors.As(err, &httpErr) {
+			fmt.Printf("error  HTTP %d for %s\n", httpErr.StatusCode, r.Request.URL)
+			return
+		}
+		fmt.Printf("error  %s: %v\n", r.Request.URL, err)
+	})
+	// OnRefused: requests refused before they were sent.
+	c.OnRefused(func(r *magpie.Request, err error) {
 		var visited *magpie.AlreadyVisitedError
 		switch {
-		case errors.As(err, &httpErr):
-			fmt.Printf("error  HTTP %d for %s\n", httpErr.StatusCode, r.Request.URL)
 		case errors.Is(err, magpie.ErrRobotsTxtBlocked):
-			fmt.Printf("error  robots.txt forbids %s\n", r.Request.URL)
+			fmt.Printf("refused robots.txt forbids %s\n", r.URL)
 		case errors.As(err, &visited):
-			fmt.Printf("error  %s was already visited\n", visited.Destination)
+			fmt.Printf("refused %s was already visited\n", visited.Destination)
 		default:
-			fmt.Printf("error  %v\n", err)
+			fmt.Printf("refused %v\n", err)
 		}
 	})
 
 	for _, u := range urls {
-		// The same error is returned here and delivered to OnError.
+		// The same error is returned here and delivered to OnError or OnRefused.
 		_ = c.Visit(u)
 	}
 }

@@ -23,18 +23,20 @@ type expectation struct {
 }
 
 var examples = map[string]expectation{
-	"basic":          {want: []string{`visiting http://127\.0\.0\.1:\d+/page/30\n`, `link found: "A broken link" -> /missing`}, reject: []string{`visiting https://example\.com`}},
-	"error_handling": {want: []string{`ok +200 http://127\.0\.0\.1:\d+/page/1\n`, `HTTP 404 for .*/missing`, `HTTP 500 for .*/fail`}},
-	"login":          {want: []string{`members' page says: The members' secret is: magpies collect shiny things\.`}},
-	"max_depth":      {want: []string{`depth 1: .*/page/1\n`, `depth 2: .*/page/3\n`}, reject: []string{`depth 3`}},
-	"parallel":       {want: []string{`scraped .*/page/2\n`, `Requests made: \d+`}},
-	"queue":          {want: []string{`depth 1 .*/page/1\n`, `depth 3 `}, reject: []string{`depth 4`, `example\.com`}},
-	"random_delay":   {want: []string{`\+ *\d+ms http://127\.0\.0\.1:\d+/page/8\n`, `\[\d{6}\] \d+ \[ *\d+ - request\]`}},
-	"rate_limit":     {want: []string{`s start /page/7\n`, `\[\d{6}\] \d+ \[ *\d+ - response\]`}, reject: []string{`- request\] .*url="https://example\.com`}},
+	"basic": {want: []string{`visiting http://127\.0\.0\.1:\d+/page/30\n`, `link found: "A broken link" -> /missing`}, reject: []string{`visiting https://example\.com`}},
+	"error_handling": {want: []string{`ok +200 http://127\.0\.0\.1:\d+/page/1\n`, `error  HTTP 404 for .*/missing`, `error  HTTP 500 for .*/fail`,
+		`refused robots\.txt forbids .*/private/stats\n`, `refused http://127\.0\.0\.1:\d+/page/1 was already visited\n`, `refused unsupported URL scheme: scheme "ftp"`}},
+	"login":        {want: []string{`members' page says: The members' secret is: magpies collect shiny things\.`}},
+	"max_depth":    {want: []string{`depth 1: .*/page/1\n`, `depth 2: .*/page/3\n`}, reject: []string{`depth 3`}},
+	"parallel":     {want: []string{`scraped .*/page/2\n`, `Requests made: \d+`}},
+	"queue":        {want: []string{`depth 1 .*/page/1\n`, `depth 3 `}, reject: []string{`depth 4`, `example\.com`}},
+	"random_delay": {want: []string{`\+ *\d+ms http://127\.0\.0\.1:\d+/page/8\n`, `\[\d{6}\] \d+ \[ *\d+ - request\]`}},
+	"rate_limit":   {want: []string{`s start /page/7\n`, `\[\d{6}\] \d+ \[ *\d+ - response\]`}, reject: []string{`- request\] .*url="https://example\.com`}},
 	"request_context": {want: []string{
 		`got /page/1, requested as http://127\.0\.0\.1:\d+/page/1, found on \(start\)\n`,
 		`got /page/3, requested as http://127\.0\.0\.1:\d+/page/3, found on /page/1\n`,
 	}},
+	"local_files":    {want: []string{`apples\.html: Apples\n`, `plums\.html: Plums\n`, `pages: 4\n`}},
 	"url_filter":     {want: []string{`visited /page/5\n`, `pages visited: 6\n`}, reject: []string{`visited /page/6`, `/private`}},
 	"multipart":      {want: []string{`200 from http://127\.0\.0\.1:\d+/upload:`, `field name = "magpie"`}},
 	"proxy_switcher": {want: []string{`/page/\d+ via http://127\.0\.0\.1:\d+ \(proxy-A\)`, `/page/\d+ via http://127\.0\.0\.1:\d+ \(proxy-B\)`}},
