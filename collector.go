@@ -456,7 +456,7 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 		req.err = err
 		return nil, err
 	}
-	r, err := c.enqueue(req, time.Time{})
+	r, err := c.enqueue(req, req.robotsWait)
 	if err != nil {
 		c.unadmit(req)
 		req.err = err
@@ -501,6 +501,14 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		return
 	}
 	if resp.err != nil {
+		if pending, ok := errors.AsType[*robotsPendingError](resp.err); ok && r.waitRobots(resp, pending.Until) {
+			return
+		}
+		if rf, ok := errors.AsType[*refusedInFetch](resp.err); ok {
+			c.reportRejection(req, rf.err)
+			r.finish(req, rf.err)
+			return
+		}
 		if r.maybeRetry(resp) {
 			return
 		}

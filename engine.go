@@ -605,6 +605,23 @@ func (r *run) maybeRetry(resp *Response) bool {
 	return true
 }
 
+// waitRobots sends a request back to the frontier until its host's
+// unreachable robots.txt is fetched again; the wait is not an attempt.
+func (r *run) waitRobots(resp *Response, until time.Time) bool {
+	req := resp.Request
+	if r.ctx.Err() != nil {
+		return false
+	}
+	req.attempt-- // the copy the frontier makes counts one more
+	if err := r.front.retry(r.ctx, req, until); err != nil {
+		req.attempt++
+		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.String(), "request_id", req.ID, "err", err)
+		return false
+	}
+	r.settled()
+	return true
+}
+
 // isNetworkError reports transport failures worth a retry: timeouts,
 // refused or reset connections, truncated responses. Refusals by magpie's
 // own checks (a redirect to a forbidden domain, say) are not.

@@ -49,6 +49,15 @@ var (
 	ErrRobotsTxtUnavailable = errors.New("robots.txt unavailable")
 )
 
+// refusedInFetch marks a refusal found when a request was about to be sent
+// (robots.txt checked again for the User-Agent OnRequest set, or once an
+// unreachable robots.txt was fetched again): it goes to OnRefused, not
+// OnError.
+type refusedInFetch struct{ err error }
+
+func (e *refusedInFetch) Error() string { return e.err.Error() }
+func (e *refusedInFetch) Unwrap() error { return e.err }
+
 // AlreadyVisitedError is returned when a request's visited key (canonical URL,
 // method and body) has been seen before and AllowURLRevisit is off. Redirects
 // to a visited URL return it too, with Destination set to the redirect target.

@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -172,8 +173,10 @@ func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, us
 	}
 	allowed, delay, err := c.shared.robots.check(ctx, u, userAgent)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err // the crawl is stopping, not the host failing
+		var pending *robotsPendingError
+		if ctx.Err() != nil || errors.As(err, &pending) || errors.Is(err, ErrRobotsTxtUnavailable) {
+			// Stopping (not the host failing), or the cache's own verdict.
+			return err
 		}
 		return fmt.Errorf("%w: robots.txt of %s: %w", ErrRobotsTxtUnavailable, u.Host, err)
 	}
@@ -203,7 +206,14 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	if req.Method != "HEAD" && isWeb(req.URL) {
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
 		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
-			return err
+			var pending *robotsPendingError
+			if !errors.As(err, &pending) {
+				return err
+			}
+			// robots.txt is unreachable for now: the request waits in the
+			// frontier (holding no worker) and is checked again when it is
+			// due (see fetch).
+			req.robotsWait = pending.Until
 		}
 	}
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)

@@ -289,6 +289,16 @@ type fetchState struct {
 // with the User-Agent sent, and the visited check (except for a cycle back
 // through this chain); then the user's redirect handler.
 func checkRedirect(next *http.Request, via []*http.Request) error {
+	if cfg, ok := next.Context().Value(robotsFetchKey{}).(*config); ok {
+		// A robots.txt redirect: RFC 9309 §2.3.1.2 allows five hops, and
+		// the crawl's scope (scheme, domains, URL filters) applies as to
+		// pages. Not followed, the 3xx itself is the answer, which allows
+		// everything, as an unavailable robots.txt does.
+		if len(via) > maxRobotsRedirects || cfg.checkURL(next.URL, 0) != nil {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
 	st, _ := next.Context().Value(fetchStateKey{}).(*fetchState)
 	if st == nil {
 		if len(via) >= 10 {
@@ -480,10 +490,14 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	}
 	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
 	// does): robots.txt must judge the agent actually sent.
-	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
+	if ua := cfg.userAgentOf(*req.Headers); (ua != req.robotsUA || !req.robotsWait.IsZero()) && req.Method != http.MethodHead {
 		if err := c.checkRobots(hctx, cfg, req.URL, ua); err != nil {
-			return fail(err)
+			if _, pending := errors.AsType[*robotsPendingError](err); pending {
+				return fail(err) // analyze puts it back to wait
+			}
+			return fail(&refusedInFetch{err})
 		}
+		req.robotsWait = time.Time{}
 	}
 	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
 		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -676,12 +690,22 @@ func parseRetryAfter(v string) time.Duration {
 	return 0
 }
 
-// maxRobotsSize caps a robots.txt body; Google reads at most 500 KiB.
+// maxRobotsSize caps the robots.txt body that is parsed: RFC 9309 §2.5 asks
+// for at least 500 KiB, and more may be ignored.
 const maxRobotsSize = 500 << 10
+
+// maxRobotsRedirects is how many redirects a robots.txt fetch follows (RFC
+// 9309 §2.3.1.2: at least five).
+const maxRobotsRedirects = 5
+
+// robotsFetchKey marks a robots.txt fetch's context; its value is the
+// crawl's config, whose scope the fetch's redirects obey.
+type robotsFetchKey struct{}
 
 // fetchRobots fetches a robots.txt for the robots cache, with the collector's
 // client and User-Agent, outside the limiter and the callbacks.
 func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	ctx = context.WithValue(ctx, robotsFetchKey{}, c.config())
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return 0, nil, err

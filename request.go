@@ -81,6 +81,10 @@ type Request struct {
 	leaseID string
 	// notBefore delays a retried request.
 	notBefore time.Time
+	// robotsWait, when set, is when the host's unreachable robots.txt will
+	// be fetched again: the request waits until then and is checked again
+	// before it is sent.
+	robotsWait time.Time
 	// redelivered is set on a request whose queue entry was leased before:
 	// it kept its first delivery's admission.
 	redelivered bool
@@ -305,6 +309,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		collector:                 r.collector,
 		stdCtx:                    r.stdCtx,
 		attempt:                   r.attempt + 1,
+		robotsWait:                r.robotsWait,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,

@@ -29,32 +29,82 @@ const (
 	robotsErrorTTL = time.Minute
 	// maxRobotsHosts bounds the cache; the least recently used host goes first.
 	maxRobotsHosts = 10000
+	// maxRobotsCacheBytes bounds the memory the cache keeps, as estimated by
+	// robotsCost: a robots.txt of 20,000 wildcard rules costs about 26 MiB
+	// parsed, so a count of hosts alone does not bound it.
+	maxRobotsCacheBytes = 64 << 20
+	// robotsAttempts is how many times a robots.txt that answers 5xx or
+	// cannot be reached is fetched before the host's URLs are refused with
+	// ErrRobotsTxtUnavailable (RFC 9309 §2.3.1.4: complete disallow while it
+	// is unreachable). Meanwhile the host's requests wait.
+	robotsAttempts = 4
+	// robotsRetryBase is the wait after the first failed attempt; it doubles
+	// after each one (1 s, 2 s, 4 s).
+	robotsRetryBase = time.Second
 )
 
+// robotsPendingError is returned by robotsCache.check while a host's
+// robots.txt is unreachable and its fetch will be tried again: the request
+// must wait until Until, not be refused.
+type robotsPendingError struct {
+	RobotsURL string
+	Until     time.Time
+	Err       error
+}
+
+func (e *robotsPendingError) Error() string {
+	return fmt.Sprintf("robots.txt %s unreachable, trying again at %s: %v", e.RobotsURL, e.Until.Format(time.RFC3339), e.Err)
+}
+
+func (e *robotsPendingError) Unwrap() error { return e.Err }
+
+// robotsCost estimates the memory a parsed robots.txt keeps: the body, and
+// the compiled pattern of each rule with a wildcard ("*" or "$"), which
+// the parser turns into a regular expression (about 1.3 KiB each, measured).
+func robotsCost(body []byte) int {
+	wild := 0
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.ContainsAny(line, "*$") {
+			wild++
+		}
+	}
+	return 512 + 2*len(body) + 1400*wild
+}
+
 // robotsCache keeps parsed robots.txt per scheme://host:port for ttl.
-// Concurrent first checks of one host share a single fetch. Status mapping:
-// 2xx parsed, 4xx allow all, 5xx disallow all, fetch error returned. Safe for
-// concurrent use.
+// Concurrent first checks of one host share a single fetch. Status mapping,
+// as RFC 9309 §2.3.1 says: 2xx parsed, 4xx allow all (the file is
+// "unavailable"), 5xx and fetch errors disallow all for now (the file is
+// "unreachable"). Safe for concurrent use.
 //
 // Further decisions:
-//   - A fetch error is returned to every check that shared the fetch and is
-//     remembered for robotsErrorTTL (at most ttl), so a dead host is not asked
-//     again for every page. Errors caused by the fetching check's own context
-//     (cancelled, deadline) are not remembered: the checks that were waiting on
-//     it fetch again with their own contexts.
+//   - An unreachable robots.txt is fetched again after 1 s, 2 s and 4 s
+//     (robotsAttempts in all); until then check returns a
+//     *robotsPendingError saying when, and the host's requests wait. Once the
+//     attempts are spent, check returns ErrRobotsTxtUnavailable for
+//     robotsErrorTTL (at most ttl), after which a fresh round of attempts
+//     begins. Errors caused by the fetching check's own context (cancelled,
+//     deadline) are not remembered: the checks that were waiting on it fetch
+//     again with their own contexts.
 //   - A robots.txt that does not parse, and statuses outside 2xx/4xx/5xx (for
 //     example a 3xx the fetch did not follow), allow everything, as Google's
 //     crawler does.
-//   - At most maxRobotsHosts hosts are kept; the least recently checked is
-//     dropped first, so long crawls do not grow without bound.
+//   - At most maxRobotsHosts hosts and maxRobotsCacheBytes (estimated by
+//     robotsCost) are kept; the least recently checked is dropped first, so
+//     long crawls, and hosts with huge robots.txt files, do not grow it
+//     without bound. What is parsed is capped by the fetch (maxRobotsSize).
 type robotsCache struct {
-	ttl   time.Duration
-	fetch robotsFetch
+	ttl      time.Duration
+	fetch    robotsFetch
+	maxBytes int
+	// retryBase is robotsRetryBase, shortened by tests of whole crawls.
+	retryBase time.Duration
 
-	// mu guards entries and lru.
+	// mu guards entries, lru and bytes.
 	mu      sync.Mutex
 	entries map[robotsHost]*list.Element // value: *robotsEntry
 	lru     *list.List                   // front: most recently checked
+	bytes   int                          // sum of the kept entries' cost
 }
 
 // robotsEntry is one host's robots.txt, or the fetch in flight for it.
@@ -68,6 +118,13 @@ type robotsEntry struct {
 	// context; waiters then fetch again themselves.
 	retry   bool
 	expires time.Time
+	// failures counts the host's consecutive unreachable attempts, this one
+	// included once the fetch is done; pending is set while more remain.
+	failures int
+	pending  bool
+	// cost is what the entry counts for in robotsCache.bytes (guarded by
+	// robotsCache.mu).
+	cost int
 }
 
 // newRobotsCache returns an empty cache.
@@ -75,7 +132,8 @@ func newRobotsCache(ttl time.Duration, fetch robotsFetch) *robotsCache {
 	if ttl <= 0 {
 		ttl = defaultRobotsTTL
 	}
-	return &robotsCache{ttl: ttl, fetch: fetch, entries: make(map[robotsHost]*list.Element), lru: list.New()}
+	return &robotsCache{ttl: ttl, fetch: fetch, maxBytes: maxRobotsCacheBytes, retryBase: robotsRetryBase,
+		entries: make(map[robotsHost]*list.Element), lru: list.New()}
 }
 
 // check reports whether userAgent may fetch u (path and query), and the
@@ -120,6 +178,7 @@ func (rc *robotsCache) entry(key robotsHost) (e *robotsEntry, leader bool) {
 	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	failures := 0
 	if el, ok := rc.entries[key]; ok {
 		e := el.Value.(*robotsEntry)
 		select {
@@ -128,22 +187,50 @@ func (rc *robotsCache) entry(key robotsHost) (e *robotsEntry, leader bool) {
 				rc.lru.MoveToFront(el)
 				return e, false
 			}
-			rc.lru.Remove(el)
-			delete(rc.entries, key)
+			if e.pending {
+				failures = e.failures // the next attempt of the same round
+			}
+			rc.remove(el)
 		default:
 			rc.lru.MoveToFront(el)
 			return e, false // in flight
 		}
 	}
-	e = &robotsEntry{key: key, done: make(chan struct{})}
+	e = &robotsEntry{key: key, done: make(chan struct{}), failures: failures}
 	rc.entries[key] = rc.lru.PushFront(e)
-	for rc.lru.Len() > maxRobotsHosts {
-		// Dropping an entry in flight is harmless: its waiters hold the
-		// pointer and still get the result; it just is not kept.
-		old := rc.lru.Remove(rc.lru.Back()).(*robotsEntry)
-		delete(rc.entries, old.key)
-	}
+	rc.trim()
 	return e, true
+}
+
+// remove drops el from the cache; called under mu.
+func (rc *robotsCache) remove(el *list.Element) {
+	e := rc.lru.Remove(el).(*robotsEntry)
+	delete(rc.entries, e.key)
+	rc.bytes -= e.cost
+	e.cost = 0
+}
+
+// trim drops the least recently checked entries until the cache is within
+// its bounds, keeping at least the newest; called under mu. Dropping an
+// entry in flight is harmless: its waiters hold the pointer and still get
+// the result; it just is not kept.
+func (rc *robotsCache) trim() {
+	for rc.lru.Len() > 1 && (rc.lru.Len() > maxRobotsHosts || rc.bytes > rc.maxBytes) {
+		rc.remove(rc.lru.Back())
+	}
+}
+
+// account charges e's cost to the cache once its fetch is done, if e is
+// still kept, and trims the cache.
+func (rc *robotsCache) account(e *robotsEntry, cost int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if el, ok := rc.entries[e.key]; ok && el.Value.(*robotsEntry) == e {
+		e.cost = cost
+		rc.bytes += cost
+		rc.lru.MoveToFront(el)
+		rc.trim()
+	}
 }
 
 // run fetches and parses robotsURL into e and closes e.done, whatever
@@ -154,21 +241,41 @@ func (rc *robotsCache) run(ctx context.Context, e *robotsEntry, robotsURL *url.U
 	defer func() {
 		if p := recover(); p != nil {
 			e.data = nil
-			e.err = fmt.Errorf("magpie: robots.txt %s: fetch panicked: %v", robotsURL, p)
+			e.err = fmt.Errorf("%w: %s: fetch panicked: %v", ErrRobotsTxtUnavailable, robotsURL, p)
 			e.expires = time.Now().Add(min(robotsErrorTTL, rc.ttl))
 		}
 	}()
 	status, body, err := rc.fetch(ctx, robotsURL)
-	if err != nil {
-		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			e.retry = true
-		}
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		e.retry = true
 		e.err = fmt.Errorf("magpie: robots.txt %s: %w", robotsURL, err)
-		e.expires = time.Now().Add(min(robotsErrorTTL, rc.ttl))
+		return
+	}
+	if err == nil && status >= 500 && status <= 599 {
+		err = fmt.Errorf("server error %d", status)
+	}
+	if err != nil {
+		rc.unreachable(e, robotsURL, err)
 		return
 	}
 	e.data = parseRobots(status, body)
 	e.expires = time.Now().Add(rc.ttl)
+	rc.account(e, robotsCost(body))
+}
+
+// unreachable records a failed attempt: pending with a backoff while
+// attempts remain, ErrRobotsTxtUnavailable once they are spent.
+func (rc *robotsCache) unreachable(e *robotsEntry, robotsURL *url.URL, err error) {
+	e.failures++
+	now := time.Now()
+	if e.failures < robotsAttempts {
+		e.pending = true
+		e.expires = now.Add(rc.retryBase << (e.failures - 1))
+		e.err = &robotsPendingError{RobotsURL: robotsURL.String(), Until: e.expires, Err: err}
+		return
+	}
+	e.expires = now.Add(min(robotsErrorTTL, rc.ttl))
+	e.err = fmt.Errorf("%w: %s unreachable after %d attempts: %w", ErrRobotsTxtUnavailable, robotsURL, e.failures, err)
 }
 
 // allowAllRobots is what an unusable robots.txt means.

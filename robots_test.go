@@ -3,8 +3,11 @@ package magpie
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,8 +95,6 @@ func TestRobotsStatusMapping(t *testing.T) {
 		{401, "User-agent: *\nDisallow: /", true},
 		{403, "", true},
 		{404, "User-agent: *\nDisallow: /", true},
-		{500, "", false},
-		{503, "User-agent: *\nAllow: /", false},
 		{600, "", true},
 	}
 	for _, tt := range tests {
@@ -216,30 +217,75 @@ func TestRobotsDefaultTTL(t *testing.T) {
 	})
 }
 
-func TestRobotsFetchError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		errDown := errors.New("connection refused")
-		var calls atomic.Int32
-		rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
-			calls.Add(1)
-			return 0, nil, errDown
+// TestRobotsUnreachable follows RFC 9309 §2.3.1.4: a 5xx or a fetch error
+// disallows the host for now. The fetch is tried robotsAttempts times with a
+// doubling backoff, check saying until when to wait; then the host's URLs
+// are refused with ErrRobotsTxtUnavailable for robotsErrorTTL, after which
+// a fresh round of attempts starts. A robots.txt that comes back ends it.
+func TestRobotsUnreachable(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fetch func() (int, []byte, error)
+		cause error
+	}{
+		{"503", func() (int, []byte, error) { return 503, nil, nil }, nil},
+		{"network error", func() (int, []byte, error) { return 0, nil, errDownForTest }, errDownForTest},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				var up atomic.Bool
+				rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+					calls.Add(1)
+					if up.Load() {
+						return 200, []byte("User-agent: *\nDisallow: /x"), nil
+					}
+					return tt.fetch()
+				})
+				u := mustURL(t, "http://h/")
+				start := time.Now()
+				for attempt, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+					for range 3 { // checks while waiting share the attempt
+						_, _, err := rc.check(t.Context(), u, "magpie")
+						pe, ok := errors.AsType[*robotsPendingError](err)
+						if !ok {
+							t.Fatalf("attempt %d: check() error = %v, want *robotsPendingError", attempt+1, err)
+						}
+						if tt.cause != nil && !errors.Is(err, tt.cause) {
+							t.Errorf("pending error %v does not wrap %v", err, tt.cause)
+						}
+						if got := time.Until(pe.Until); got != wait {
+							t.Errorf("attempt %d: wait %v, want %v", attempt+1, got, wait)
+						}
+					}
+					if n := calls.Load(); n != int32(attempt+1) {
+						t.Fatalf("fetches = %d after attempt %d", n, attempt+1)
+					}
+					time.Sleep(wait)
+				}
+				for range 3 {
+					if _, _, err := rc.check(t.Context(), u, "magpie"); !errors.Is(err, ErrRobotsTxtUnavailable) {
+						t.Fatalf("check() after %d attempts error = %v, want ErrRobotsTxtUnavailable", robotsAttempts, err)
+					}
+				}
+				if n := calls.Load(); n != robotsAttempts {
+					t.Errorf("fetches = %d, want %d", n, robotsAttempts)
+				}
+				if el := time.Since(start); el != 7*time.Second {
+					t.Errorf("attempts spanned %v, want 7s", el)
+				}
+				time.Sleep(robotsErrorTTL)
+				up.Store(true)
+				allowed, _, err := rc.check(t.Context(), mustURL(t, "http://h/x"), "magpie")
+				if err != nil || allowed {
+					t.Errorf("check() once robots.txt is back = %v, %v; want false, nil", allowed, err)
+				}
+			})
 		})
-		u := mustURL(t, "http://h/")
-		for range 3 {
-			if _, _, err := rc.check(t.Context(), u, "magpie"); !errors.Is(err, errDown) {
-				t.Fatalf("check() error = %v, want %v", err, errDown)
-			}
-		}
-		if n := calls.Load(); n != 1 {
-			t.Errorf("fetch called %d times within robotsErrorTTL, want 1 (errors are remembered briefly)", n)
-		}
-		time.Sleep(robotsErrorTTL + time.Second)
-		rc.check(t.Context(), u, "magpie")
-		if n := calls.Load(); n != 2 {
-			t.Errorf("fetch called %d times after robotsErrorTTL, want 2", n)
-		}
-	})
+	}
 }
+
+var errDownForTest = errors.New("connection refused")
 
 func TestRobotsFetchPanics(t *testing.T) {
 	rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
@@ -360,8 +406,58 @@ func FuzzRobots(f *testing.F) {
 			return status, []byte(body), nil
 		})
 		u := &url.URL{Scheme: "http", Host: "h", Path: path}
-		if _, _, err := rc.check(t.Context(), u, ua); err != nil {
+		_, _, err := rc.check(t.Context(), u, ua)
+		if status >= 500 && status <= 599 {
+			// Unreachable (RFC 9309 §2.3.1.4): wait and fetch again.
+			if _, ok := errors.AsType[*robotsPendingError](err); !ok {
+				t.Fatalf("check() with status %d error = %v, want *robotsPendingError", status, err)
+			}
+			return
+		}
+		if err != nil {
 			t.Fatalf("check() error = %v, want nil (parse problems allow all)", err)
 		}
 	})
+}
+
+// TestRobotsCacheBoundedByBytes: robots.txt files of ~20,000 wildcard rules
+// cost ~26 MiB each once parsed; the cache keeps them within its byte
+// budget, not only its host count, and the heap shows it.
+func TestRobotsCacheBoundedByBytes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\n")
+	for i := 0; b.Len() < 490<<10; i++ {
+		fmt.Fprintf(&b, "Disallow: /a*b%d*c$\n", i)
+	}
+	body := []byte(b.String())
+	rc := newRobotsCache(time.Hour, func(ctx context.Context, u *url.URL) (int, []byte, error) {
+		return 200, body, nil
+	})
+	rc.maxBytes = 32 << 20
+	if cost := robotsCost(body); cost < 16<<20 || cost > rc.maxBytes {
+		t.Fatalf("robotsCost = %d MiB for 20,000 wildcard rules, want an estimate near 26 MiB", cost>>20)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const hosts = 4
+	for i := range hosts {
+		u := mustURL(t, fmt.Sprintf("http://h%d/a", i))
+		if _, _, err := rc.check(t.Context(), u, "magpie"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	rc.mu.Lock()
+	kept, bytes := rc.lru.Len(), rc.bytes
+	rc.mu.Unlock()
+	if bytes > rc.maxBytes || kept != 1 {
+		t.Errorf("cache keeps %d hosts, %d MiB; want 1 within %d MiB", kept, bytes>>20, rc.maxBytes>>20)
+	}
+	// Unbounded, the four parsed files would hold about 104 MiB.
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 60<<20 {
+		t.Errorf("heap grew by %d MiB for %d huge robots.txt files, want under 60 MiB", grown>>20, hosts)
+	}
+	runtime.KeepAlive(rc)
 }
