@@ -85,6 +85,11 @@ type Collector struct {
 	// SortQuery sorts query parameters in visited keys.
 	SortQuery bool
 
+	// sitemapsFromRobots and sitemapSince are set by SitemapsFromRobots
+	// and SitemapModifiedSince.
+	sitemapsFromRobots bool
+	sitemapSince       time.Time
+
 	logger    *slog.Logger
 	workers   int
 	maxParked int
@@ -177,6 +182,8 @@ func (c *Collector) Clone() *Collector {
 		workers:                c.workers,
 		maxParked:              c.maxParked,
 		retry:                  c.retry,
+		sitemapsFromRobots:     c.sitemapsFromRobots,
+		sitemapSince:           c.sitemapSince,
 		shared:                 c.shared,
 		visitMu:                c.visitMu,
 	}
@@ -525,6 +532,10 @@ func (c *Collector) analyze(r *run, resp *Response) {
 	}
 	if c.debugEnabled() {
 		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	}
+	if req.sitemap {
+		r.finish(req, c.readSitemap(r.cfg, resp))
+		return
 	}
 	r.finish(req, c.runResponseCallbacks(resp))
 }

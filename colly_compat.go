@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
@@ -49,12 +50,15 @@ func (c *Collector) Init() {
 	c.workers = 0
 	c.maxParked = 0
 	c.retry = nil
+	c.sitemapsFromRobots = false
+	c.sitemapSince = time.Time{}
 	c.visitMu = &sync.Mutex{}
 	st := &storage.InMemoryStorage{}
 	_ = st.Init() // in-memory Init cannot fail
 	c.shared = &shared{limiter: limits.New(), store: st}
 	c.shared.backend = newHTTPBackend(c.shared)
 	c.shared.robots = newRobotsCache(robotsTTL, c.fetchRobots)
+	c.shared.robots.onSitemaps = c.robotsSitemaps
 }
 
 // Appengine keeps Colly's signature. Colly swaps in App Engine's urlfetch

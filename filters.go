@@ -42,6 +42,8 @@ type config struct {
 	cache              *fileCache
 	redirectMaxHops    int
 	redirectCheckDepth bool
+	sitemapsFromRobots bool
+	sitemapSince       time.Time
 	// otherScheme reports whether the transport serves a scheme other than
 	// http and https (a protocol registered on it, such as "file").
 	otherScheme func(scheme string) bool
@@ -85,6 +87,8 @@ func (c *Collector) snapshot() *config {
 		redirectMaxHops:    10,
 		redirectCheckDepth: true,
 		otherScheme:        c.shared.backend.supportsScheme,
+		sitemapsFromRobots: c.sitemapsFromRobots,
+		sitemapSince:       c.sitemapSince,
 	}
 	if cfg.stdCtx == nil {
 		cfg.stdCtx = context.Background()

@@ -81,6 +81,9 @@ type Request struct {
 	leaseID string
 	// notBefore delays a retried request.
 	notBefore time.Time
+	// sitemap marks a sitemap (or sitemap index) document: its response is
+	// read for URLs instead of going to the callbacks.
+	sitemap bool
 	// robotsWait, when set, is when the host's unreachable robots.txt will
 	// be fetched again: the request waits until then and is checked again
 	// before it is sent.
@@ -235,6 +238,12 @@ func (r *Request) PostMultipart(u string, parts map[string][]byte) error {
 }
 
 func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error {
+	return r.childAt(method, u, r.Depth+1, false, body, hdr)
+}
+
+// childAt is child with the depth given, for a sitemap document (whose
+// URLs, and nested sitemaps, are as deep as the sitemap itself).
+func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Reader, hdr http.Header) error {
 	c := r.collector
 	var req *Request
 	var err error
@@ -247,9 +256,9 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 	}
 	if abs := r.resolve(u); abs != nil {
 		abs.Fragment, abs.RawFragment = "", ""
-		req, err = c.newRequestURL(abs, method, r.Depth+1, body, r.Ctx.Clone(), hdr)
+		req, err = c.newRequestURL(abs, method, depth, body, r.Ctx.Clone(), hdr)
 	} else {
-		req, err = c.newRequest(u, method, r.Depth+1, body, r.Ctx.Clone(), hdr) // let admission report the bad URL
+		req, err = c.newRequest(u, method, depth, body, r.Ctx.Clone(), hdr) // let admission report the bad URL
 	}
 	if err != nil {
 		req.err = err
@@ -257,6 +266,7 @@ func (r *Request) child(method, u string, body io.Reader, hdr http.Header) error
 		return err
 	}
 	req.checkRevisit = true
+	req.sitemap = sitemap
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
 	if r.run != nil && r.run.queueMode {
@@ -310,6 +320,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		stdCtx:                    r.stdCtx,
 		attempt:                   r.attempt + 1,
 		robotsWait:                r.robotsWait,
+		sitemap:                   r.sitemap,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,
@@ -354,6 +365,7 @@ type serializableRequest struct {
 	Admitted                  bool   `json:",omitempty"`
 	Marked                    bool   `json:",omitempty"`
 	Parent                    string `json:",omitempty"`
+	Sitemap                   bool   `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -391,7 +403,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
-		Marked: r.marked, Parent: r.parentURL,
+		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
 	})
 }
 
@@ -421,7 +433,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
-		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent,
+		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body

@@ -99,6 +99,9 @@ type robotsCache struct {
 	maxBytes int
 	// retryBase is robotsRetryBase, shortened by tests of whole crawls.
 	retryBase time.Duration
+	// onSitemaps, when set, is given the Sitemap: lines of each robots.txt
+	// fetched, once its entry is done (so that it may admit requests).
+	onSitemaps func(urls []string)
 
 	// mu guards entries, lru and bytes.
 	mu      sync.Mutex
@@ -144,6 +147,9 @@ func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) 
 		e, leader := rc.entry(key)
 		if leader {
 			rc.run(ctx, e, robotsURLOf(u))
+			if rc.onSitemaps != nil && e.data != nil && len(e.data.Sitemaps) > 0 {
+				rc.onSitemaps(e.data.Sitemaps)
+			}
 		} else {
 			select {
 			case <-e.done:

@@ -41,6 +41,7 @@ var examples = map[string]expectation{
 	"multipart":      {want: []string{`200 from http://127\.0\.0\.1:\d+/upload:`, `field name = "magpie"`}},
 	"proxy_switcher": {want: []string{`/page/\d+ via http://127\.0\.0\.1:\d+ \(proxy-A\)`, `/page/\d+ via http://127\.0\.0\.1:\d+ \(proxy-B\)`}},
 	"scraper_server": {want: []string{`"status": 200`, `"http://127\.0\.0\.1:\d+/page/3"`}},
+	"sitemap":        {want: []string{`/product/sneakers: sneakers\n`, `/product/beret: beret\n`, `pages: 6\n`}, reject: []string{`error:`}},
 	"sqlite_resume":  {want: []string{`total: 30 distinct pages of 30, 0 fetched more than once`}},
 	"redis_backend":  {want: []string{`all workers done; the shared queue is empty`}, env: []string{"MAGPIE_REDIS_ADDR"}},
 }
