@@ -171,3 +171,28 @@ func BenchmarkCanonicalURL(b *testing.B) {
 		}
 	})
 }
+
+// FuzzResolveRef: any href, read as a browser would, either fails or gives an
+// absolute URL that net/url reads back and that canonicalises.
+func FuzzResolveRef(f *testing.F) {
+	for _, s := range []string{
+		"other", "/root", "#frag", "%zz", "a\tb\nc", "  spaced  ", `..\up\file`, "x.html#%_sec_6.2",
+		"http://BÜCHER.example/", "http://[::1", "//h2/p?q", "javascript:void(0)", "?q=%", "http://h:99999/",
+	} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("http://h/dir/page?q=1")
+	f.Fuzz(func(t *testing.T, href string) {
+		u, err := resolveRef(base, href)
+		if err != nil {
+			return
+		}
+		if u.Scheme == "" {
+			t.Fatalf("resolveRef(%q) = %q, not absolute", href, u)
+		}
+		if _, err := url.Parse(u.String()); err != nil {
+			t.Fatalf("resolveRef(%q) = %q, which does not parse: %v", href, u, err)
+		}
+		_ = canonicalURL(u, true)
+	})
+}
