@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
@@ -31,6 +32,10 @@ const acceptEncoding = "gzip, deflate, br, zstd"
 // Content-Encoding names a coding magpie cannot undo (for example "compress").
 var ErrUnsupportedEncoding = errors.New("magpie: unsupported Content-Encoding")
 
+// ErrTooManyEncodings is returned when a response stacks more than
+// MaxContentCodings Content-Encoding layers.
+var ErrTooManyEncodings = errors.New("magpie: too many Content-Encoding layers")
+
 // ErrUnsupportedCharset is returned when Request.ResponseCharacterEncoding
 // names a charset that is not known to the WHATWG encoding index.
 var ErrUnsupportedCharset = errors.New("magpie: unsupported charset")
@@ -43,8 +48,16 @@ const zstdMaxWindow = 64 << 20
 // defaultReadSize is the first buffer size when the decoded length is unknown.
 const defaultReadSize = 16 << 10
 
-// maxPresize bounds the buffer allocated before any byte arrived.
-const maxPresize = 8 << 20
+// maxPresize bounds the buffer allocated before any byte arrived: the
+// Content-Length is the server's word, and a lying one (huge header, tiny
+// body) must not cost more than this per response. Larger bodies grow the
+// buffer as they arrive.
+const maxPresize = 256 << 10
+
+// MaxContentCodings is the most Content-Encoding layers a response may
+// stack ("gzip, gzip, ..."); each costs a decoder's state, so a response
+// with more is refused with ErrTooManyEncodings before anything is decoded.
+const MaxContentCodings = 4
 
 var (
 	gzipPool sync.Pool // *gzip.Reader
@@ -69,6 +82,9 @@ func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body 
 	if err != nil {
 		return nil, false, err
 	}
+	if len(codings) > MaxContentCodings {
+		return nil, false, fmt.Errorf("%w: %d layers, at most %d", ErrTooManyEncodings, len(codings), MaxContentCodings)
+	}
 	var closers []func()
 	defer func() {
 		for _, c := range closers {
@@ -91,6 +107,11 @@ func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body 
 		}
 		closers = append(closers, release)
 		src = dec
+		if max > 0 {
+			// Every layer's output is bounded by the body limit, not only
+			// the last one's.
+			src = io.LimitReader(src, max+1)
+		}
 	}
 	if len(codings) == 0 && sniffGzip(header, urlPath) {
 		br := bufio.NewReader(src)
@@ -280,7 +301,7 @@ func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte
 	}
 	switch {
 	case bytes.HasPrefix(body, []byte{0xef, 0xbb, 0xbf}):
-		return body[3:], nil
+		return validUTF8(body[3:]), nil
 	case bytes.HasPrefix(body, []byte{0xfe, 0xff}):
 		return decodeWith(body, "utf-16be")
 	case bytes.HasPrefix(body, []byte{0xff, 0xfe}):
@@ -301,7 +322,7 @@ func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte
 // decodeWith converts body from the WHATWG encoding called name.
 func decodeWith(body []byte, name string) ([]byte, error) {
 	if name == "utf-8" {
-		return bytes.TrimPrefix(body, []byte{0xef, 0xbb, 0xbf}), nil
+		return validUTF8(bytes.TrimPrefix(body, []byte{0xef, 0xbb, 0xbf})), nil
 	}
 	enc, _ := charset.Lookup(name)
 	if enc == nil {
@@ -313,6 +334,27 @@ func decodeWith(body []byte, name string) ([]byte, error) {
 	}
 	// The UTF-16 decoders keep a byte-order mark as U+FEFF.
 	return bytes.TrimPrefix(out, []byte("\ufeff")), nil
+}
+
+// validUTF8 replaces each byte that does not start a valid UTF-8 sequence
+// with U+FFFD, as a browser's UTF-8 decoder does, so that callbacks never see
+// invalid strings. Valid input is returned as is, without a copy.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+			b = b[1:]
+			continue
+		}
+		out = append(out, b[:size]...)
+		b = b[size:]
+	}
+	return out
 }
 
 // isBinaryType reports media types whose bodies are never text.

@@ -331,6 +331,10 @@ func FuzzDecodeReadBody(f *testing.F) {
 	f.Add(zstdBytes(f, plain), "zstd", "", "/", int64(0))
 	f.Add(plain, "identity", "", "/a.xml.gz", int64(3))
 	f.Add(gzipBytes(f, plain), "", "application/gzip", "/a.xml.gz", int64(3))
+	// Stacked codings: within the cap, and beyond it.
+	f.Add(gzipBytes(f, gzipBytes(f, plain)), "gzip, gzip", "text/html", "/", int64(0))
+	f.Add(gzipBytes(f, brBytes(f, plain)), "br, gzip", "", "/", int64(8))
+	f.Add(plain, strings.Repeat("gzip,", 50), "", "/", int64(0))
 	f.Fuzz(func(t *testing.T, body []byte, enc, ct, path string, max int64) {
 		h := hdr("Content-Encoding", enc, "Content-Type", ct)
 		got, truncated, err := readBody(bytes.NewReader(body), h, path, max)
@@ -339,6 +343,9 @@ func FuzzDecodeReadBody(f *testing.F) {
 		}
 		if truncated && err != nil {
 			t.Fatalf("readBody() truncated with error %v", err)
+		}
+		if codings, cerr := contentCodings(h); cerr == nil && len(codings) > MaxContentCodings && !errors.Is(err, ErrTooManyEncodings) {
+			t.Fatalf("readBody() of %d codings error = %v, want ErrTooManyEncodings", len(codings), err)
 		}
 		// toUTF8 must not panic on whatever came out.
 		toUTF8(got, ct, "", true)

@@ -1,6 +1,8 @@
 package magpie
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"mime"
 	"net/http"
 	"net/url"
@@ -53,7 +55,7 @@ func (r *Response) FileName() string {
 	if r.Headers != nil {
 		if _, params, err := mime.ParseMediaType(r.Headers.Get("Content-Disposition")); err == nil {
 			if f := filepath.Base(params["filename"]); f != "" && f != "." && f != "/" {
-				return SanitizeFileName(f)
+				return capFileName(SanitizeFileName(f))
 			}
 		}
 	}
@@ -67,7 +69,26 @@ func (r *Response) FileName() string {
 	if name == "" {
 		name = "index"
 	}
-	return SanitizeFileName(name)
+	return capFileName(SanitizeFileName(name))
+}
+
+// maxFileName is the longest name most file systems accept (bytes).
+const maxFileName = 255
+
+// capFileName shortens a name longer than maxFileName: it keeps the start
+// and the extension and puts a hash of the whole name between them, so that
+// two long names differing only at the end stay different.
+func capFileName(name string) string {
+	if len(name) <= maxFileName {
+		return name
+	}
+	ext := filepath.Ext(name)
+	if len(ext) > 16 {
+		ext = ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	tag := "_" + hex.EncodeToString(sum[:8])
+	return name[:maxFileName-len(tag)-len(ext)] + tag + ext
 }
 
 // SanitizeFileName replaces characters that are unsafe in file names with

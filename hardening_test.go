@@ -1,0 +1,109 @@
+package magpie
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestLyingContentLength: a Content-Length of 1 GiB on a 4-byte body costs a
+// small, bounded buffer, not one sized from the header.
+func TestLyingContentLength(t *testing.T) {
+	h := http.Header{"Content-Length": {"1073741824"}}
+	const calls = 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range calls {
+		body, _, err := readBody(strings.NewReader("tiny"), h, "/", 10<<20)
+		if err != nil || string(body) != "tiny" {
+			t.Fatalf("readBody = %q, %v", body, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perCall := (after.TotalAlloc - before.TotalAlloc) / calls
+	if perCall > maxPresize+(64<<10) {
+		t.Errorf("readBody allocated %d KiB per response for a lying Content-Length, want at most %d KiB", perCall>>10, (maxPresize+(64<<10))>>10)
+	}
+}
+
+// TestStackedContentEncodings: more than MaxContentCodings layers are
+// refused before any decoder is built; a few layers decode.
+func TestStackedContentEncodings(t *testing.T) {
+	plain := []byte("<p>hello</p>")
+	body := plain
+	for range 3 {
+		body = gzipBytes(t, body)
+	}
+	got, _, err := readBody(bytes.NewReader(body), http.Header{"Content-Encoding": {"gzip, gzip", "gzip"}}, "/", 0)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("3 gzip layers: readBody = %q, %v; want %q", got, err, plain)
+	}
+	const layers = 100
+	for range layers - 3 {
+		body = gzipBytes(t, body)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err = readBody(bytes.NewReader(body), http.Header{"Content-Encoding": {strings.TrimSuffix(strings.Repeat("gzip,", layers), ",")}}, "/", 10<<20)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooManyEncodings) {
+		t.Fatalf("%d gzip layers: error = %v, want ErrTooManyEncodings", layers, err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Errorf("refusing %d layers allocated %d KiB, want under 1 MiB", layers, grown>>10)
+	}
+}
+
+// TestInvalidUTF8Replaced: a page declared UTF-8 with invalid bytes reaches
+// callbacks with U+FFFD in their place, as browsers show it.
+func TestInvalidUTF8Replaced(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<p>caf\xe9 ok \xff\xfe end</p><p>ünïcode</p>"))
+	}))
+	defer srv.Close()
+	c := NewCollector(IgnoreRobotsTxt())
+	var texts []string
+	c.OnHTML("p", func(e *HTMLElement) { texts = append(texts, e.Text) })
+	if err := c.Visit(srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"caf\uFFFD ok \uFFFD\uFFFD end", "ünïcode"}
+	if len(texts) != 2 || texts[0] != want[0] || texts[1] != want[1] {
+		t.Errorf("texts = %q, want %q", texts, want)
+	}
+	for _, s := range texts {
+		if !utf8.ValidString(s) {
+			t.Errorf("callback saw invalid UTF-8 %q", s)
+		}
+	}
+}
+
+// TestFileNameCapped: Response.FileName fits in a file system's 255-byte
+// name limit, and two long names that differ only at the end stay apart.
+func TestFileNameCapped(t *testing.T) {
+	long := strings.Repeat("a", 600)
+	names := map[string]bool{}
+	for _, tail := range []string{"x", "y"} {
+		r := &Response{Request: &Request{URL: mustURL(t, "http://h/"+long+tail+"?q="+long)}}
+		name := r.FileName()
+		if len(name) > 255 {
+			t.Errorf("FileName() is %d bytes, want at most 255", len(name))
+		}
+		names[name] = true
+	}
+	if len(names) != 2 {
+		t.Errorf("two different long URLs gave the same FileName")
+	}
+	r := &Response{Request: &Request{URL: mustURL(t, "http://h/short.html")}}
+	if got := r.FileName(); got != "short.html" {
+		t.Errorf("FileName() of a short name = %q, want it unchanged", got)
+	}
+}
