@@ -599,6 +599,12 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 	case isHTML:
 		root, err := html.Parse(bytes.NewReader(resp.Body))
 		if err != nil {
+			// x/net/html refuses more than 512 open elements; browsers
+			// render such pages, so parse them again flattened.
+			root, err = html.Parse(bytes.NewReader(flattenHTML(resp.Body, maxHTMLNesting)))
+			resp.Flattened = err == nil
+		}
+		if err != nil {
 			report(fmt.Errorf("parsing HTML: %w", err))
 			return
 		}

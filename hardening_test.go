@@ -3,6 +3,7 @@ package magpie
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -105,5 +106,46 @@ func TestFileNameCapped(t *testing.T) {
 	r := &Response{Request: &Request{URL: mustURL(t, "http://h/short.html")}}
 	if got := r.FileName(); got != "short.html" {
 		t.Errorf("FileName() of a short name = %q, want it unchanged", got)
+	}
+}
+
+// TestDeeplyNestedHTML: markup nested past x/net/html's 512 open elements
+// still reaches OnHTML (flattened, and said so in the Response), as browsers
+// render it.
+func TestDeeplyNestedHTML(t *testing.T) {
+	var page strings.Builder
+	page.WriteString("<html><body><a href='/top'>top</a>")
+	for range 2000 {
+		page.WriteString("<div><span>")
+	}
+	page.WriteString("<a href='/deep1'>deep</a><p class=x>text</p><a href='/deep2'>deeper</a>")
+	for range 2000 {
+		page.WriteString("</span></div>")
+	}
+	page.WriteString("<a href='/bottom'>bottom</a></body></html>")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page.String())
+	}))
+	defer srv.Close()
+	c := NewCollector(IgnoreRobotsTxt())
+	var links []string
+	flattened := false
+	c.OnHTML("a[href]", func(e *HTMLElement) {
+		links = append(links, e.Attr("href"))
+		flattened = flattened || e.Response.Flattened
+	})
+	var texts []string
+	c.OnHTML("p.x", func(e *HTMLElement) { texts = append(texts, e.Text) })
+	var errs []error
+	c.OnError(func(_ *Response, err error) { errs = append(errs, err) })
+	if err := c.Visit(srv.URL); err != nil {
+		t.Fatalf("Visit error = %v", err)
+	}
+	if want := []string{"/top", "/deep1", "/deep2", "/bottom"}; strings.Join(links, " ") != strings.Join(want, " ") {
+		t.Errorf("links = %v, want %v", links, want)
+	}
+	if len(texts) != 1 || texts[0] != "text" || !flattened || len(errs) != 0 {
+		t.Errorf("texts %v, Flattened %v, errors %v; want [text], true, none", texts, flattened, errs)
 	}
 }

@@ -30,6 +30,11 @@ type Response struct {
 	Trace *HTTPTrace
 	// Truncated is true when the body was cut at MaxBodySize (Colly truncates silently).
 	Truncated bool
+	// Flattened is true when the HTML was nested deeper than the parser
+	// allows (512 open elements) and was parsed again with the elements
+	// past that depth left out of the nesting (their content kept), as a
+	// browser still renders such pages. Set before OnHTML runs.
+	Flattened bool
 	// Redirects lists the URLs that redirected to the final one, in order;
 	// empty when there was no redirect.
 	Redirects []*url.URL
