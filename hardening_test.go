@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // TestLyingContentLength: a Content-Length of 1 GiB on a 4-byte body costs a
@@ -147,5 +149,53 @@ func TestDeeplyNestedHTML(t *testing.T) {
 	}
 	if len(texts) != 1 || texts[0] != "text" || !flattened || len(errs) != 0 {
 		t.Errorf("texts %v, Flattened %v, errors %v; want [text], true, none", texts, flattened, errs)
+	}
+}
+
+// TestCookieCaps: a host that sets 2,000 cookies gets at most
+// MaxCookiesPerHost back, in a Cookie header of at most MaxCookieHeader
+// bytes; an oversized cookie is not kept.
+func TestCookieCaps(t *testing.T) {
+	var lastHeader string
+	var lastCount int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/set":
+			// net/http itself drops every cookie of a response with more
+			// than 3,000 (GODEBUG httpcookiemaxnum); stay under that.
+			for i := range 2000 {
+				http.SetCookie(w, &http.Cookie{Name: fmt.Sprintf("c%05d", i), Value: strings.Repeat("v", 40), Path: "/"})
+			}
+			http.SetCookie(w, &http.Cookie{Name: "huge", Value: strings.Repeat("x", MaxCookieSize), Path: "/"})
+		case "/read":
+			lastHeader = r.Header.Get("Cookie")
+			lastCount = len(r.Cookies())
+		}
+	}))
+	defer srv.Close()
+	for _, name := range []string{"memory jar", "storage jar"} {
+		t.Run(name, func(t *testing.T) {
+			c := NewCollector(IgnoreRobotsTxt(), AllowURLRevisit())
+			if name == "storage jar" {
+				if err := c.SetStorage(&storage.InMemoryStorage{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Visit(srv.URL + "/set"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Visit(srv.URL + "/read"); err != nil {
+				t.Fatal(err)
+			}
+			if lastCount == 0 || lastCount > MaxCookiesPerHost || len(lastHeader) > MaxCookieHeader {
+				t.Errorf("sent %d cookies in %d bytes, want 1..%d within %d bytes", lastCount, len(lastHeader), MaxCookiesPerHost, MaxCookieHeader)
+			}
+			if strings.Contains(lastHeader, "huge=") {
+				t.Error("an oversized cookie was kept and sent")
+			}
+			if n := len(c.Cookies(srv.URL)); n > MaxCookiesPerHost {
+				t.Errorf("Cookies() = %d, want at most %d", n, MaxCookiesPerHost)
+			}
+		})
 	}
 }

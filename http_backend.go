@@ -87,7 +87,7 @@ func newHTTPBackend(sh *shared) *httpBackend {
 	b := &httpBackend{sh: sh, own: newTransport()}
 	b.client = &http.Client{
 		Transport:     b.own,
-		Jar:           jar,
+		Jar:           capJar(jar),
 		Timeout:       defaultRequestTimeout,
 		CheckRedirect: checkRedirect,
 	}
@@ -144,7 +144,7 @@ func (b *httpBackend) keepIdleFor(workers int) {
 	t.CloseIdleConnections()
 }
 
-func (b *httpBackend) setJar(j http.CookieJar) { b.update(func(c *http.Client) { c.Jar = j }) }
+func (b *httpBackend) setJar(j http.CookieJar) { b.update(func(c *http.Client) { c.Jar = capJar(j) }) }
 
 // SetClient replaces the HTTP client (shared with clones). magpie keeps its
 // own redirect checks on it; use SetRedirectHandler for custom redirect rules.
