@@ -587,6 +587,8 @@ func (r *run) maybeRetry(resp *Response) bool {
 	}
 	var he *HTTPError
 	switch {
+	case errors.Is(resp.err, ErrPrivateNetwork):
+		return false // refused by DenyPrivateNetworks: it would be again
 	case errors.As(resp.err, &he):
 		if !slices.Contains(p.Statuses, he.StatusCode) {
 			return false

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -198,4 +201,63 @@ func TestCookieCaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDenyPrivateNetworks: with the guard on, a loopback server is refused
+// at dial time (typed error, robots.txt included, no retry); an allow-list
+// lets it through; a redirect from an allowed address to a refused one is
+// refused when the redirect is dialled.
+func TestDenyPrivateNetworks(t *testing.T) {
+	var hits atomic.Int32
+	target, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2: %v", err)
+	}
+	other := &httptest.Server{Listener: target, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "internal")
+	})}}
+	other.Start()
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/to-internal" {
+			http.Redirect(w, r, other.URL+"/secret", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	t.Run("refused", func(t *testing.T) {
+		c := NewCollector(DenyPrivateNetworks(), RetryPolicy(RetryOptions{MaxAttempts: 3}))
+		var refused []error
+		c.OnRefused(func(_ *Request, err error) { refused = append(refused, err) })
+		err := c.Visit(srv.URL + "/")
+		var be *BlockedAddressError
+		if !errors.Is(err, ErrPrivateNetwork) || !errors.As(err, &be) || be.Addr != netip.MustParseAddr("127.0.0.1") {
+			t.Fatalf("Visit(loopback) error = %v, want a *BlockedAddressError for 127.0.0.1", err)
+		}
+		if len(refused) != 1 || c.Stats().Refused[RefusedPrivateNetwork] != 1 {
+			t.Errorf("OnRefused got %v, Stats %v; want one private_network refusal", refused, c.Stats().Refused)
+		}
+	})
+	t.Run("allow-list and redirect", func(t *testing.T) {
+		c := NewCollector(DenyPrivateNetworks(netip.MustParsePrefix("127.0.0.1/32")))
+		if err := c.Visit(srv.URL + "/"); err != nil {
+			t.Fatalf("Visit(allowed loopback) error = %v", err)
+		}
+		if err := c.Visit(srv.URL + "/to-internal"); !errors.Is(err, ErrPrivateNetwork) {
+			t.Errorf("Visit(redirect to 127.0.0.2) error = %v, want ErrPrivateNetwork", err)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the refused address was reached %d times", n)
+		}
+	})
+	t.Run("a transport set later is guarded too", func(t *testing.T) {
+		c := NewCollector(DenyPrivateNetworks())
+		c.WithTransport(&http.Transport{})
+		if err := c.Visit(srv.URL + "/"); !errors.Is(err, ErrPrivateNetwork) {
+			t.Errorf("Visit with a new transport error = %v, want ErrPrivateNetwork", err)
+		}
+	})
 }

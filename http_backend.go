@@ -39,6 +39,10 @@ type httpBackend struct {
 	// own is the transport magpie built and tuned itself (guarded by mu);
 	// only that one is retuned for more workers, never a user's.
 	own *http.Transport
+	// guard, when set by DenyPrivateNetworks, checks every dialled address
+	// (guarded by mu); guarded is the transport it was last applied to.
+	guard   *netGuard
+	guarded http.RoundTripper
 	// schemes caches, for the current client, whether its transport serves
 	// a scheme other than http and https (guarded by mu; reset by update).
 	schemes map[string]bool
@@ -119,6 +123,31 @@ func (b *httpBackend) update(f func(*http.Client)) {
 	f(&n)
 	b.client = &n
 	b.schemes = nil
+	b.applyGuard()
+}
+
+// setGuard makes every connection of the client go through g.
+func (b *httpBackend) setGuard(g *netGuard) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.guard, b.guarded = g, nil
+	b.applyGuard()
+}
+
+// applyGuard puts the guard on the client's transport if it is not there
+// yet; called under mu.
+func (b *httpBackend) applyGuard() {
+	if b.guard == nil || b.client.Transport == b.guarded {
+		return
+	}
+	t, ok := b.client.Transport.(*http.Transport)
+	if !ok {
+		// A RoundTripper of the user's own: its connections are its own.
+		b.guarded = b.client.Transport
+		return
+	}
+	g := b.guard.guard(t, t == b.own)
+	b.client.Transport, b.guarded = g, g
 }
 
 // keepIdleFor makes magpie's own transport keep an idle connection per

@@ -31,6 +31,7 @@ const (
 	RefusedInvalidURL        = "invalid_url"
 	RefusedQueueFull         = "queue_full"
 	RefusedStopped           = "stopped"
+	RefusedPrivateNetwork    = "private_network"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -39,6 +40,7 @@ var refusalReasons = []struct {
 	err    error
 	reason string
 }{
+	{ErrPrivateNetwork, RefusedPrivateNetwork},
 	{ErrForbiddenDomain, RefusedDomain},
 	{ErrForbiddenURL, RefusedURLFilter},
 	{ErrNoURLFiltersMatch, RefusedURLFilter},
@@ -78,7 +80,7 @@ type refusalCounts struct {
 
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
-	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped}
+	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

@@ -260,6 +260,12 @@ func (rc *robotsCache) run(ctx context.Context, e *robotsEntry, robotsURL *url.U
 	if err == nil && status >= 500 && status <= 599 {
 		err = fmt.Errorf("server error %d", status)
 	}
+	if errors.Is(err, ErrPrivateNetwork) {
+		// Refused by DenyPrivateNetworks: no use trying again.
+		e.err = err
+		e.expires = time.Now().Add(min(robotsErrorTTL, rc.ttl))
+		return
+	}
 	if err != nil {
 		rc.unreachable(e, robotsURL, err)
 		return

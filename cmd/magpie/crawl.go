@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"sort"
@@ -23,7 +24,13 @@ type crawlConfig struct {
 	depth    int
 	parallel int
 	delay    time.Duration
+	// allowLoopback lets the crawl reach loopback addresses, which the
+	// private-network guard refuses otherwise.
+	allowLoopback bool
 }
+
+// loopback is what -allow-loopback lets through the guard.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // pageRecord is one line of crawl output.
 type pageRecord struct {
@@ -100,11 +107,18 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)
 	if start.Scheme != "http" && start.Scheme != "https" {
 		return fmt.Errorf("start URL %q: want an http or https URL", cfg.start)
 	}
+	var allow []netip.Prefix
+	if cfg.allowLoopback {
+		allow = loopback
+	}
 	c := magpie.NewCollector(
 		magpie.Async(true),
 		magpie.AllowedDomains(start.Hostname()),
 		magpie.MaxDepth(cfg.depth),
 		magpie.StdlibContext(ctx),
+		// URLs from the internet must not make the crawler reach the
+		// machine's own or its network's services.
+		magpie.DenyPrivateNetworks(allow...),
 	)
 	parallel := max(cfg.parallel, 1)
 	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: parallel, Delay: cfg.delay}); err != nil {
@@ -188,6 +202,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	parallel := fs.Int("parallel", 4, "requests in flight per host")
 	delay := fs.Duration("delay", 0, "least time between two request starts to one host")
 	out := fs.String("o", "", "write JSON lines to this file instead of standard output")
+	allowLoopback := fs.Bool("allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
 	// Accept the URL before or after the flags.
 	var start string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -223,7 +238,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	t := &tally{}
 	began := time.Now()
-	err := crawl(ctx, crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay}, t, emit)
+	err := crawl(ctx, crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay, allowLoopback: *allowLoopback}, t, emit)
 	summary(stderr, t, time.Since(began))
 	return errors.Join(err, encErr)
 }

@@ -38,7 +38,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			progress(stderr, t, began, 100*time.Millisecond, stop)
 		}()
 	}
-	err = crawl(ctx, crawlConfig{start: base, depth: 0, parallel: *parallel, delay: *delay}, t, func(pageRecord) {})
+	// The demo site is on loopback: the guard lets only that through.
+	err = crawl(ctx, crawlConfig{start: base, depth: 0, parallel: *parallel, delay: *delay, allowLoopback: true}, t, func(pageRecord) {})
 	close(stop)
 	<-done
 	summary(stderr, t, time.Since(began))

@@ -46,7 +46,7 @@ func TestCrawlWritesJSONLines(t *testing.T) {
 	t.Cleanup(func() { _ = shutdown() })
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"crawl", base, "-depth", "2", "-parallel", "2", "-o", out}, &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), []string{"crawl", base, "-depth", "2", "-parallel", "2", "-allow-loopback", "-o", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("run(crawl) = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 	f, err := os.Open(out)
@@ -93,5 +93,23 @@ func TestUsageErrors(t *testing.T) {
 		if code := run(t.Context(), args, &stdout, &stderr); code == 0 {
 			t.Errorf("run(%q) = 0, want non-zero", args)
 		}
+	}
+}
+
+// TestCrawlRefusesLoopbackByDefault: magpie crawl guards against private
+// networks unless -allow-loopback is given.
+func TestCrawlRefusesLoopbackByDefault(t *testing.T) {
+	base, shutdown, err := serveSite(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown() })
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"crawl", base, "-depth", "1"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "private network") {
+		t.Errorf("run(crawl loopback) = %d, stderr %q; want a failure naming the private network", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("pages written: %q, want none", stdout.String())
 	}
 }
