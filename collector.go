@@ -138,6 +138,8 @@ type shared struct {
 	// redirectMu guards redirectHandler.
 	redirectMu      sync.RWMutex
 	redirectHandler func(req *http.Request, via []*http.Request) error
+	// creds are the hosts the user's credential headers may go to.
+	creds credentialScope
 }
 
 var collectorIDs atomic.Uint32

@@ -207,6 +207,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
 		return err
 	}
+	c.shared.creds.noteStart(req)
 	if req.Method != "HEAD" && isWeb(req.URL) {
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
 		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
@@ -260,4 +261,65 @@ func TestDenyPrivateNetworks(t *testing.T) {
 			t.Errorf("Visit with a new transport error = %v, want ErrPrivateNetwork", err)
 		}
 	})
+}
+
+// TestCredentialsScopedToStartHosts: Authorization, Cookie and
+// Proxy-Authorization set by the user (default headers, OnRequest) reach the
+// host the crawl was started on, not a host a page links to, unless that
+// host is named with CredentialHosts.
+func TestCredentialsScopedToStartHosts(t *testing.T) {
+	type seen struct{ auth, cookie, proxy string }
+	var mu sync.Mutex
+	got := map[string]seen{}
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[name+r.URL.Path] = seen{r.Header.Get("Authorization"), r.Header.Get("Cookie"), r.Header.Get("Proxy-Authorization")}
+			mu.Unlock()
+		}
+	}
+	other := httptest.NewServer(record("other"))
+	defer other.Close()
+	start := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<a href="/inside">in</a><a href="%s/outside">out</a>`, other.URL)
+		}
+		record("start")(w, r)
+	}))
+	defer start.Close()
+
+	for _, named := range []bool{false, true} {
+		mu.Lock()
+		clear(got)
+		mu.Unlock()
+		opts := []CollectorOption{IgnoreRobotsTxt(), Headers(map[string]string{"Authorization": "Bearer secret"})}
+		if named {
+			opts = append(opts, CredentialHosts(mustURL(t, other.URL).Host))
+		}
+		c := NewCollector(opts...)
+		c.OnRequest(func(r *Request) {
+			r.Headers.Set("Cookie", "session=s")
+			r.Headers.Set("Proxy-Authorization", "Basic p")
+		})
+		c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+		if err := c.Visit(start.URL + "/"); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		full := seen{"Bearer secret", "session=s", "Basic p"}
+		for _, p := range []string{"start/", "start/inside"} {
+			if got[p] != full {
+				t.Errorf("CredentialHosts named=%v: %s got %+v, want %+v", named, p, got[p], full)
+			}
+		}
+		want := seen{}
+		if named {
+			want = full
+		}
+		if got["other/outside"] != want {
+			t.Errorf("CredentialHosts named=%v: the linked host got %+v, want %+v", named, got["other/outside"], want)
+		}
+		mu.Unlock()
+	}
 }

@@ -423,6 +423,10 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	hreq.Header = req.Headers.Clone()
+	if removed := c.shared.creds.strip(req.URL, hreq.Header); removed != nil && c.debugEnabled() {
+		c.logger.Debug("credential headers not sent to a host the crawl was not started on", "url", req.URL.String(),
+			"request_id", req.ID, "headers", removed)
+	}
 	if _, ok := hreq.Header["User-Agent"]; !ok {
 		hreq.Header.Set("User-Agent", cfg.userAgent)
 	}
