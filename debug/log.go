@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -24,10 +23,13 @@ type LogDebugger struct {
 	// Flag is the log package's flags for each line (log.LstdFlags and so on).
 	Flag int
 
-	logger  *log.Logger
-	start   time.Time
-	counter atomic.Int64
-	once    sync.Once
+	logger *log.Logger
+	start  time.Time
+	once   sync.Once
+	// mu guards counter; it is held while a line is written, so that lines
+	// appear in counter order.
+	mu      sync.Mutex
+	counter int64
 }
 
 // Init sets the debugger up; it never fails.
@@ -47,7 +49,10 @@ func (l *LogDebugger) Init() error {
 // are stable across runs.
 func (l *LogDebugger) Event(e *Event) {
 	_ = l.Init() // a debugger used without Init still logs
-	n := l.counter.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counter++
+	n := l.counter
 	l.logger.Printf("[%06d] %d [%6d - %s] %s (%s)\n", n, e.CollectorID, e.RequestID, e.Type,
 		formatValues(e.Values), time.Since(l.start).Round(time.Microsecond))
 }

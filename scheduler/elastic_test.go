@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -46,14 +47,16 @@ func TestElasticWorkers(t *testing.T) {
 		if err := s.Init(RequestArgs[int]{}, args, ma); err != nil {
 			t.Fatal(err)
 		}
-		base := runtime.NumGoroutine()
+		// Goroutines are counted by their stacks, not runtime.NumGoroutine:
+		// goroutines of other tests that are still exiting would skew it.
+		base := schedulerGoroutines()
 		if err := s.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
 		// feeder, one download and one analyze worker, the pipeline workers
 		// and the context watcher's registration.
-		idle := runtime.NumGoroutine() - base
+		idle := schedulerGoroutines() - base
 		if err := s.Submit(t.Context(), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10); err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +75,7 @@ func TestElasticWorkers(t *testing.T) {
 		synctest.Wait()
 		<-time.After(2 * time.Second) // past WorkerIdle, in virtual time
 		synctest.Wait()
-		if got := runtime.NumGoroutine() - base; got != idle {
+		if got := schedulerGoroutines() - base; got != idle {
 			t.Errorf("goroutines after WorkerIdle without work = %d, want %d as at start", got, idle)
 		}
 		if err := s.Submit(t.Context(), 20); err != nil {
@@ -152,4 +155,25 @@ func TestGoexitInModule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// schedulerGoroutines counts the goroutines running this package's code,
+// other than tests themselves.
+func schedulerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "magpie/scheduler.") && !strings.Contains(g, "magpie/scheduler.Test") {
+			count++
+		}
+	}
+	return count
 }
