@@ -113,6 +113,7 @@ type Collector struct {
 	debugger atomic.Pointer[debuggerRef]
 	// refusals counts refusals by reason (see Stats.Refused).
 	refusals refusalCounts
+	itemState
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
@@ -319,13 +320,20 @@ type Stats struct {
 	// FragmentLinks counts links to a place in their own page ("#top"),
 	// which are not followed.
 	FragmentLinks uint64 `json:"fragment_links"`
+	// ItemsScraped, ItemsDropped and ItemsFailed count the items that
+	// passed every pipeline, that a processor dropped (ErrDropItem), and
+	// that a processor failed.
+	ItemsScraped uint64 `json:"items_scraped"`
+	ItemsDropped uint64 `json:"items_dropped"`
+	ItemsFailed  uint64 `json:"items_failed"`
 }
 
 // Stats returns the collector's counters and the current crawl's state.
 // Safe for concurrent use, also from callbacks.
 func (c *Collector) Stats() Stats {
 	st := Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
-		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load()}
+		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
+		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load()}
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()
@@ -503,23 +511,23 @@ func (c *Collector) debugEnabled() bool {
 // OnHTML, OnXML and OnScraped; then the request is finished. Children that
 // callbacks admit are counted before their parent finishes, so the crawl
 // cannot look idle in between.
-func (c *Collector) analyze(r *run, resp *Response) {
+func (c *Collector) analyze(r *run, resp *Response) []item {
 	req := resp.Request
 	if resp.aborted {
 		r.finish(req, nil)
-		return
+		return nil
 	}
 	if resp.err != nil {
 		if pending, ok := errors.AsType[*robotsPendingError](resp.err); ok && r.waitRobots(resp, pending.Until) {
-			return
+			return nil
 		}
 		if rf, ok := errors.AsType[*refusedInFetch](resp.err); ok {
 			c.reportRejection(req, rf.err)
 			r.finish(req, rf.err)
-			return
+			return nil
 		}
 		if r.maybeRetry(resp) {
-			return
+			return nil
 		}
 		err := resp.err
 		if req.attempt > 1 {
@@ -530,16 +538,22 @@ func (c *Collector) analyze(r *run, resp *Response) {
 		}
 		c.handleOnError(resp, err)
 		r.finish(req, err)
-		return
+		return nil
 	}
 	if c.debugEnabled() {
 		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
 	}
 	if req.sitemap {
 		r.finish(req, c.readSitemap(r.cfg, resp))
-		return
+		return nil
 	}
-	r.finish(req, c.runResponseCallbacks(resp))
+	err := c.runResponseCallbacks(resp)
+	if values := resp.takeItems(); len(values) > 0 {
+		// The page finishes when its items are through the pipelines.
+		return r.holdForItems(resp, err, values)
+	}
+	r.finish(req, err)
+	return nil
 }
 
 // runResponseCallbacks runs OnResponse, OnHTML, OnXML and OnScraped for a

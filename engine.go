@@ -19,10 +19,6 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// item is the scheduler's item type. Items are reserved for a later
-// pipeline API; the pipeline stage exists because the scheduler has one.
-type item struct{}
-
 // run is one crawl: a scheduler, the frontier that feeds it, and the
 // goroutines that move requests between them. A run starts on the first
 // admitted request and ends when nothing is pending (Wait), on Stop, or when
@@ -115,7 +111,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		cancel()
 		return nil, err
 	}
-	p, err := scheduler.NewPipeline[item]("", nil, false, func(_ context.Context, it item) (item, error) { return it, nil })
+	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItem)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -334,9 +330,10 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 			r.abandon(resp.Request, resp, recover())
 		}
 	}()
-	r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+	var items []item
+	r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
 	returned = true
-	return nil, nil, nil
+	return nil, items, nil
 }
 
 // finish records a request's outcome and counts it done. A request that

@@ -44,6 +44,9 @@ var (
 	ErrMaxRequests = errors.New("Max Requests limit reached")
 	// ErrRetryBodyUnseekable is returned by Request.Retry when the body cannot be rewound.
 	ErrRetryBodyUnseekable = errors.New("Retry Body Unseekable")
+	// ErrDropItem is returned (wrapped or not) by an ItemProcessor to drop
+	// an item: it is counted as dropped, not reported as an error.
+	ErrDropItem = errors.New("item dropped")
 	// ErrRobotsTxtUnavailable is returned when a host's robots.txt could not
 	// be fetched, so its URLs are refused for now; it is not a Disallow.
 	ErrRobotsTxtUnavailable = errors.New("robots.txt unavailable")

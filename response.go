@@ -9,11 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Response is the answer to a Request, as callbacks see it.
 type Response struct {
+	// itemMu guards items, the values Emit collected.
+	itemMu sync.Mutex
+	items  []any
+
 	// StatusCode is the HTTP status.
 	StatusCode int
 	// Body is the decompressed body, converted to UTF-8 for text content.
