@@ -2,20 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/andybalholm/cascadia"
+
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/feed"
 )
 
 // crawlConfig is what both commands crawl with.
@@ -27,6 +28,35 @@ type crawlConfig struct {
 	// allowLoopback lets the crawl reach loopback addresses, which the
 	// private-network guard refuses otherwise.
 	allowLoopback bool
+	// fields, when set, make each page's item {url, fields...} instead of
+	// a pageRecord; follow selects the links followed (default a[href]).
+	fields []field
+	follow string
+}
+
+// field is one -field NAME=CSS[@attr]: the text (or attribute) of the first
+// element CSS matches.
+type field struct{ name, css, attr string }
+
+// fieldFlags collects repeated -field flags.
+type fieldFlags []field
+
+func (f *fieldFlags) String() string { return fmt.Sprint(*f) }
+
+func (f *fieldFlags) Set(v string) error {
+	name, sel, ok := strings.Cut(v, "=")
+	if !ok || name == "" || sel == "" {
+		return fmt.Errorf("want NAME=CSS or NAME=CSS@attr, got %q", v)
+	}
+	fl := field{name: name, css: sel}
+	if i := strings.LastIndex(sel, "@"); i > 0 {
+		fl.css, fl.attr = sel[:i], sel[i+1:]
+	}
+	if _, err := cascadia.Compile(fl.css); err != nil {
+		return fmt.Errorf("field %s: %w", name, err)
+	}
+	*f = append(*f, fl)
+	return nil
 }
 
 // loopback is what -allow-loopback lets through the guard.
@@ -99,7 +129,7 @@ func errorKind(err error) string {
 }
 
 // crawl crawls cfg.start's host and calls emit for every page scraped.
-func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)) error {
+func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProcessor) error {
 	start, err := url.Parse(cfg.start)
 	if err != nil {
 		return fmt.Errorf("start URL: %w", err)
@@ -132,16 +162,39 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)
 	c.OnHTML("title", func(e *magpie.HTMLElement) {
 		e.Request.Ctx.Put("title", strings.TrimSpace(e.Text))
 	})
-	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+	follow := cfg.follow
+	if follow == "" {
+		follow = "a[href]"
+	}
+	c.OnHTML(follow, func(e *magpie.HTMLElement) {
 		n, _ := e.Request.Ctx.GetAny("links").(int)
 		e.Request.Ctx.Put("links", n+1)
 		// Refusals (other domain, robots.txt, already visited) reach OnRefused.
 		_ = e.Request.Visit(e.Attr("href"))
 	})
+	if len(cfg.fields) > 0 {
+		// One item per page: its URL and the fields, through the pipeline.
+		c.OnHTML("html", func(e *magpie.HTMLElement) {
+			item := map[string]any{"url": e.Request.URL.String()}
+			for _, f := range cfg.fields {
+				sel := e.DOM.Find(f.css).First()
+				if f.attr != "" {
+					v, _ := sel.Attr(f.attr)
+					item[f.name] = strings.TrimSpace(v)
+				} else {
+					item[f.name] = strings.TrimSpace(sel.Text())
+				}
+			}
+			e.Emit(item)
+		})
+	}
 	c.OnScraped(func(r *magpie.Response) {
 		t.page()
+		if len(cfg.fields) > 0 {
+			return
+		}
 		links, _ := r.Ctx.GetAny("links").(int)
-		emit(pageRecord{
+		r.Emit(pageRecord{
 			URL:    r.Request.URL.String(),
 			Status: r.StatusCode,
 			Title:  r.Ctx.Get("title"),
@@ -149,6 +202,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit func(pageRecord)
 			Links:  links,
 		})
 	})
+	c.Pipeline(emit)
 	c.OnError(func(r *magpie.Response, err error) {
 		t.fail(errorKind(err))
 	})
@@ -201,7 +255,10 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	depth := fs.Int("depth", 3, "maximum depth (the start page is 1; 0 = unlimited)")
 	parallel := fs.Int("parallel", 4, "requests in flight per host")
 	delay := fs.Duration("delay", 0, "least time between two request starts to one host")
-	out := fs.String("o", "", "write JSON lines to this file instead of standard output")
+	out := fs.String("o", "", "write the items to this file, as JSON lines (.jsonl), CSV (.csv) or a JSON array (.json); default: JSON lines on standard output")
+	var fields fieldFlags
+	fs.Var(&fields, "field", "NAME=CSS (or NAME=CSS@attr): one field of each page's item, the first match's text (or attribute); repeatable")
+	follow := fs.String("follow", "a[href]", "CSS selector of the links to follow")
 	allowLoopback := fs.Bool("allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
 	// Accept the URL before or after the flags.
 	var start string
@@ -217,28 +274,20 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if start == "" {
 		return errors.New("missing URL: magpie crawl URL [flags]")
 	}
-	w := stdout
+	var exp *feed.Exporter
 	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
+		var err error
+		if exp, err = feed.Create(*out); err != nil {
 			return err
 		}
-		defer f.Close()
-		w = f
-	}
-	var mu sync.Mutex
-	enc := json.NewEncoder(w)
-	var encErr error
-	emit := func(p pageRecord) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := enc.Encode(p); err != nil && encErr == nil {
-			encErr = err
-		}
+	} else {
+		exp = feed.New(stdout, feed.JSONLines)
 	}
 	t := &tally{}
 	began := time.Now()
-	err := crawl(ctx, crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay, allowLoopback: *allowLoopback}, t, emit)
+	cfg := crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay,
+		allowLoopback: *allowLoopback, fields: fields, follow: *follow}
+	err := crawl(ctx, cfg, t, exp.Processor())
 	summary(stderr, t, time.Since(began))
-	return errors.Join(err, encErr)
+	return errors.Join(err, exp.Close())
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/magpiecrawl/magpie"
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,7 +41,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}()
 	}
 	// The demo site is on loopback: the guard lets only that through.
-	err = crawl(ctx, crawlConfig{start: base, depth: 0, parallel: *parallel, delay: *delay, allowLoopback: true}, t, func(pageRecord) {})
+	discard := func(context.Context, *magpie.Item) error { return nil }
+	err = crawl(ctx, crawlConfig{start: base, depth: 0, parallel: *parallel, delay: *delay, allowLoopback: true}, t, discard)
 	close(stop)
 	<-done
 	summary(stderr, t, time.Since(began))

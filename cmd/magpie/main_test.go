@@ -3,7 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,5 +115,85 @@ func TestCrawlRefusesLoopbackByDefault(t *testing.T) {
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("pages written: %q, want none", stdout.String())
+	}
+}
+
+// TestCrawlExtractsFieldsInEachFormat: -field and -follow build one item per
+// page, written as JSON lines, CSV or a JSON array by the -o extension.
+func TestCrawlExtractsFieldsInEachFormat(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<h1>Shop</h1><nav><a class=p href="/p/1">1</a><a class=p href="/p/2">2</a></nav><a href="/skip">not followed</a>`)
+		case "/p/1":
+			fmt.Fprint(w, `<h1>Boots, "red"</h1><span class=price>10</span><img src="/b.png">`)
+		case "/p/2":
+			fmt.Fprint(w, "<h1>Hat\nwide</h1><span class=price>5</span>")
+		default:
+			fmt.Fprint(w, `<h1>should not be crawled</h1>`)
+		}
+	}))
+	defer site.Close()
+	want := map[string]map[string]string{
+		site.URL + "/":    {"title": "Shop", "price": "", "img": ""},
+		site.URL + "/p/1": {"title": `Boots, "red"`, "price": "10", "img": "/b.png"},
+		site.URL + "/p/2": {"title": "Hat\nwide", "price": "5", "img": ""},
+	}
+	for _, ext := range []string{".jsonl", ".csv", ".json"} {
+		t.Run(ext, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "items"+ext)
+			var stdout, stderr bytes.Buffer
+			args := []string{"crawl", site.URL + "/", "-allow-loopback", "-follow", "a.p", "-field", "title=h1",
+				"-field", "price=.price", "-field", "img=img@src", "-o", out}
+			if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("run = %d; stderr:\n%s", code, stderr.String())
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]map[string]string{}
+			switch ext {
+			case ".jsonl":
+				for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+					var m map[string]string
+					if err := json.Unmarshal([]byte(line), &m); err != nil {
+						t.Fatalf("line %q: %v", line, err)
+					}
+					got[m["url"]] = m
+				}
+			case ".json":
+				var ms []map[string]string
+				if err := json.Unmarshal(data, &ms); err != nil {
+					t.Fatalf("%q: %v", data, err)
+				}
+				for _, m := range ms {
+					got[m["url"]] = m
+				}
+			case ".csv":
+				rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, row := range rows[1:] {
+					m := map[string]string{}
+					for i, k := range rows[0] {
+						m[k] = row[i]
+					}
+					got[m["url"]] = m
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("items for %d pages, want %d: %v", len(got), len(want), got)
+			}
+			for u, w := range want {
+				for k, v := range w {
+					if got[u][k] != v {
+						t.Errorf("%s %s = %q, want %q", u, k, got[u][k], v)
+					}
+				}
+			}
+		})
 	}
 }
