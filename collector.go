@@ -113,6 +113,10 @@ type Collector struct {
 	debugger atomic.Pointer[debuggerRef]
 	// refusals counts refusals by reason (see Stats.Refused).
 	refusals refusalCounts
+	// counts are the rest of Stats' counters.
+	counts counters
+	// progressEvery is ProgressInterval's period (0: no progress line).
+	progressEvery time.Duration
 	itemState
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
@@ -187,6 +191,7 @@ func (c *Collector) Clone() *Collector {
 		retry:                  c.retry,
 		sitemapsFromRobots:     c.sitemapsFromRobots,
 		sitemapSince:           c.sitemapSince,
+		progressEvery:          c.progressEvery,
 		shared:                 c.shared,
 		visitMu:                c.visitMu,
 	}
@@ -300,48 +305,6 @@ func (c *Collector) String() string {
 	n := c.snapshotCallbacks().count()
 	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
 		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
-}
-
-// Stats are a collector's counters, safe to read during a crawl.
-type Stats struct {
-	// Requests is how many requests were admitted.
-	Requests uint32 `json:"requests"`
-	// Responses is how many responses were received.
-	Responses uint32 `json:"responses"`
-	// Pending is how many requests of the current crawl are admitted and
-	// not finished (waiting, parked or in flight); 0 when no crawl runs.
-	Pending int `json:"pending"`
-	// Parked is how many requests wait in the politeness gate for their
-	// host's turn (at most MaxParked).
-	Parked int `json:"parked"`
-	// Refused counts requests refused before they were sent, by reason
-	// (the Refused* constants); reasons never seen are absent.
-	Refused map[string]uint64 `json:"refused"`
-	// FragmentLinks counts links to a place in their own page ("#top"),
-	// which are not followed.
-	FragmentLinks uint64 `json:"fragment_links"`
-	// ItemsScraped, ItemsDropped and ItemsFailed count the items that
-	// passed every pipeline, that a processor dropped (ErrDropItem), and
-	// that a processor failed.
-	ItemsScraped uint64 `json:"items_scraped"`
-	ItemsDropped uint64 `json:"items_dropped"`
-	ItemsFailed  uint64 `json:"items_failed"`
-}
-
-// Stats returns the collector's counters and the current crawl's state.
-// Safe for concurrent use, also from callbacks.
-func (c *Collector) Stats() Stats {
-	st := Stats{Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
-		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
-		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load()}
-	c.runMu.Lock()
-	r := c.run
-	c.runMu.Unlock()
-	if r != nil {
-		st.Pending = r.front.pending()
-		st.Parked = r.gate.Stats().Parked
-	}
-	return st
 }
 
 func (c *Collector) defaultHeaders() http.Header {

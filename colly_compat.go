@@ -52,6 +52,7 @@ func (c *Collector) Init() {
 	c.retry = nil
 	c.sitemapsFromRobots = false
 	c.sitemapSince = time.Time{}
+	c.progressEvery = 0
 	c.visitMu = &sync.Mutex{}
 	st := &storage.InMemoryStorage{}
 	_ = st.Init() // in-memory Init cannot fail

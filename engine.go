@@ -147,6 +147,10 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	go r.feed()
 	go r.dispatch()
 	go r.drainErrors()
+	c.counts.start(time.Now())
+	if cfg.progressEvery > 0 {
+		r.wg.Go(func() { r.progress(ctx, cfg.progressEvery) })
+	}
 	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
 	return r, nil
 }
@@ -598,6 +602,7 @@ func (r *run) maybeRetry(resp *Response) bool {
 		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
+	r.c.counts.retries.Add(1)
 	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
 	r.settled()

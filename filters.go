@@ -44,6 +44,7 @@ type config struct {
 	redirectCheckDepth bool
 	sitemapsFromRobots bool
 	sitemapSince       time.Time
+	progressEvery      time.Duration
 	// otherScheme reports whether the transport serves a scheme other than
 	// http and https (a protocol registered on it, such as "file").
 	otherScheme func(scheme string) bool
@@ -89,6 +90,7 @@ func (c *Collector) snapshot() *config {
 		otherScheme:        c.shared.backend.supportsScheme,
 		sitemapsFromRobots: c.sitemapsFromRobots,
 		sitemapSince:       c.sitemapSince,
+		progressEvery:      c.progressEvery,
 	}
 	if cfg.stdCtx == nil {
 		cfg.stdCtx = context.Background()

@@ -602,6 +602,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		return fail(fmt.Errorf("reading body: %w", err))
 	}
 	c.responseCount.Add(1)
+	c.counts.response(f.status, len(body))
 	resp.Body, resp.Truncated = body, truncated
 	if truncated {
 		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.String(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
@@ -738,6 +739,7 @@ type robotsFetchKey struct{}
 // fetchRobots fetches a robots.txt for the robots cache, with the collector's
 // client and User-Agent, outside the limiter and the callbacks.
 func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	c.counts.robots.Add(1)
 	ctx = context.WithValue(ctx, robotsFetchKey{}, c.config())
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

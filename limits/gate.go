@@ -1,8 +1,10 @@
 package limits
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -622,4 +624,35 @@ func (t *Ticket) Done(res Result) {
 		t.freeOnce.Do(t.free)
 	}
 	t.g.release(t, res)
+}
+
+// HostStat is one host's share of a Gate: requests in flight and waiting.
+type HostStat struct {
+	Host     string `json:"host"`
+	InFlight int    `json:"in_flight"`
+	Waiting  int    `json:"waiting"`
+}
+
+// HostStats returns the hosts with requests in flight or waiting, the
+// busiest first, at most max of them (max <= 0: all), so that a crawl of
+// many hosts reports a bounded list.
+func (g *Gate[T]) HostStats(max int) []HostStat {
+	g.mu.Lock()
+	var out []HostStat
+	for key, h := range g.hosts {
+		if h.inflight > 0 || h.q.n > 0 {
+			out = append(out, HostStat{Host: key, InFlight: h.inflight, Waiting: h.q.n})
+		}
+	}
+	g.mu.Unlock()
+	slices.SortFunc(out, func(a, b HostStat) int {
+		if c := cmp.Compare(b.InFlight+b.Waiting, a.InFlight+a.Waiting); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Host, b.Host)
+	})
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return out
 }

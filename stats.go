@@ -1,0 +1,182 @@
+package magpie
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/limits"
+)
+
+// maxStatsHosts bounds Stats.Hosts, so that a crawl of many hosts reports
+// a bounded list (the busiest first).
+const maxStatsHosts = 50
+
+// Stats is a snapshot of a collector's counters, safe to take during a crawl
+// (also from callbacks). It prints as text with String and marshals to JSON.
+type Stats struct {
+	// Requests is how many requests were admitted.
+	Requests uint32 `json:"requests"`
+	// Responses is how many responses were received.
+	Responses uint32 `json:"responses"`
+	// StatusCodes counts responses by HTTP status code.
+	StatusCodes map[int]uint64 `json:"status_codes"`
+	// StatusClasses counts responses by class: "2xx", "3xx", "4xx", "5xx".
+	StatusClasses map[string]uint64 `json:"status_classes"`
+	// Bytes is the decoded body bytes received.
+	Bytes uint64 `json:"bytes"`
+	// Pending is how many requests of the current crawl are admitted and
+	// not finished (waiting, parked or in flight); 0 when no crawl runs.
+	Pending int `json:"pending"`
+	// Parked is how many requests wait in the politeness gate for their
+	// host's turn (at most MaxParked).
+	Parked int `json:"parked"`
+	// Hosts are the hosts of the current crawl with requests in flight or
+	// waiting in the gate, the busiest first, at most 50.
+	Hosts []limits.HostStat `json:"hosts,omitempty"`
+	// Refused counts requests refused before they were sent, by reason
+	// (the Refused* constants); reasons never seen are absent.
+	Refused map[string]uint64 `json:"refused"`
+	// FragmentLinks counts links to a place in their own page ("#top"),
+	// which are not followed.
+	FragmentLinks uint64 `json:"fragment_links"`
+	// Retries counts requests sent again by the RetryPolicy.
+	Retries uint64 `json:"retries"`
+	// RobotsFetches counts robots.txt fetches.
+	RobotsFetches uint64 `json:"robots_fetches"`
+	// ItemsScraped, ItemsDropped and ItemsFailed count the items that
+	// passed every pipeline, that a processor dropped (ErrDropItem), and
+	// that a processor failed.
+	ItemsScraped uint64 `json:"items_scraped"`
+	ItemsDropped uint64 `json:"items_dropped"`
+	ItemsFailed  uint64 `json:"items_failed"`
+	// Elapsed is the time since the collector's first crawl started.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// PagesPerSecond is Responses / Elapsed.
+	PagesPerSecond float64 `json:"pages_per_second"`
+}
+
+// counters are the collector's own counts behind Stats.
+type counters struct {
+	bytes, retries, robots atomic.Uint64
+	started                atomic.Int64 // unix nanoseconds of the first crawl
+	// mu guards codes.
+	mu    sync.Mutex
+	codes map[int]uint64
+}
+
+func (n *counters) response(code int, bytes int) {
+	n.bytes.Add(uint64(bytes))
+	n.mu.Lock()
+	if n.codes == nil {
+		n.codes = make(map[int]uint64)
+	}
+	n.codes[code]++
+	n.mu.Unlock()
+}
+
+func (n *counters) start(now time.Time) { n.started.CompareAndSwap(0, now.UnixNano()) }
+
+// Stats returns the collector's counters and the current crawl's state.
+func (c *Collector) Stats() Stats {
+	st := Stats{
+		Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
+		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
+		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), RobotsFetches: c.counts.robots.Load(),
+		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
+		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
+	}
+	c.counts.mu.Lock()
+	for code, n := range c.counts.codes {
+		st.StatusCodes[code] = n
+		st.StatusClasses[fmt.Sprintf("%dxx", code/100)] += n
+	}
+	c.counts.mu.Unlock()
+	if t := c.counts.started.Load(); t != 0 {
+		st.Elapsed = time.Since(time.Unix(0, t))
+		if st.Elapsed > 0 {
+			st.PagesPerSecond = float64(st.Responses) / st.Elapsed.Seconds()
+		}
+	}
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	if r != nil {
+		st.Pending = r.front.pending()
+		st.Parked = r.gate.Stats().Parked
+		st.Hosts = r.gate.HostStats(maxStatsHosts)
+	}
+	return st
+}
+
+// String prints the snapshot as a few lines of text.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "requests %d, responses %d (%s), %s, %.1f pages/s over %v\n",
+		s.Requests, s.Responses, sortedCounts(s.StatusClasses), byteSize(s.Bytes), s.PagesPerSecond, s.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "items: %d scraped, %d dropped, %d failed; retries %d; robots.txt fetches %d\n",
+		s.ItemsScraped, s.ItemsDropped, s.ItemsFailed, s.Retries, s.RobotsFetches)
+	fmt.Fprintf(&b, "refused: %s; fragment links %d\n", sortedCounts(s.Refused), s.FragmentLinks)
+	fmt.Fprintf(&b, "pending %d, parked %d", s.Pending, s.Parked)
+	for _, h := range s.Hosts {
+		fmt.Fprintf(&b, "\n  %s: %d in flight, %d waiting", h.Host, h.InFlight, h.Waiting)
+	}
+	return b.String()
+}
+
+func sortedCounts(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func byteSize(n uint64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ProgressInterval makes every crawl log a progress line (pages, pages/s,
+// pending, errors) through the Logger at Info every d; 0, the default, logs
+// none. The line stops with the crawl.
+func ProgressInterval(d time.Duration) CollectorOption {
+	return func(c *Collector) { c.progressEvery = d }
+}
+
+// progress logs the progress line every d until ctx ends; a goroutine of
+// the run, which waits for it.
+func (r *run) progress(ctx context.Context, d time.Duration) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			st := r.c.Stats()
+			r.c.logger.LogAttrs(ctx, slog.LevelInfo, "progress",
+				slog.Uint64("pages", uint64(st.Responses)), slog.Float64("pages_per_s", st.PagesPerSecond),
+				slog.Int("pending", st.Pending), slog.Uint64("items", st.ItemsScraped),
+				slog.Uint64("errors", st.StatusClasses["4xx"]+st.StatusClasses["5xx"]+st.ItemsFailed))
+		}
+	}
+}
