@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/feed"
+	mprom "github.com/magpiecrawl/magpie/metrics/prometheus"
 )
 
 // crawlConfig is what both commands crawl with.
@@ -32,6 +36,9 @@ type crawlConfig struct {
 	// a pageRecord; follow selects the links followed (default a[href]).
 	fields []field
 	follow string
+	// onStart, when set, is given the collector before the crawl starts;
+	// an error stops the crawl before it begins.
+	onStart func(*magpie.Collector) error
 }
 
 // field is one -field NAME=CSS[@attr]: the text (or attribute) of the first
@@ -209,6 +216,11 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	c.OnRefused(func(r *magpie.Request, err error) {
 		t.fail(errorKind(err))
 	})
+	if cfg.onStart != nil {
+		if err := cfg.onStart(c); err != nil {
+			return err
+		}
+	}
 	if err := c.Visit(cfg.start); err != nil {
 		return err
 	}
@@ -217,7 +229,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 }
 
 // progress prints the tally to w every interval until stop is closed.
-func progress(w io.Writer, t *tally, started time.Time, interval time.Duration, stop <-chan struct{}) {
+// On a terminal (live) the line is rewritten in place; otherwise each is a
+// line of its own. queue, when set, reports the requests still pending.
+func progress(w io.Writer, t *tally, started time.Time, interval time.Duration, stop <-chan struct{}, live bool, queue func() int) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -230,9 +244,29 @@ func progress(w io.Writer, t *tally, started time.Time, interval time.Duration, 
 			for _, v := range errs {
 				n += v
 			}
-			fmt.Fprintf(w, "\r  %4d pages  %4d skipped or failed  %6.1fs", pages, n, time.Since(started).Seconds())
+			el := time.Since(started).Seconds()
+			q := ""
+			if queue != nil {
+				q = fmt.Sprintf("  %4d queued", queue())
+			}
+			end := "\n"
+			if live {
+				end = ""
+				fmt.Fprint(w, "\r")
+			}
+			fmt.Fprintf(w, "  %4d pages  %6.1f pages/s%s  %4d skipped or failed  %6.1fs%s", pages, float64(pages)/max(el, 1e-9), q, n, el, end)
 		}
 	}
+}
+
+// isTerminal reports whether w is a terminal, for a live progress line.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // summary writes the end-of-crawl report.
@@ -259,6 +293,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var fields fieldFlags
 	fs.Var(&fields, "field", "NAME=CSS (or NAME=CSS@attr): one field of each page's item, the first match's text (or attribute); repeatable")
 	follow := fs.String("follow", "a[href]", "CSS selector of the links to follow")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
+	quiet := fs.Bool("quiet", false, "no progress line")
 	allowLoopback := fs.Bool("allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
 	// Accept the URL before or after the flags.
 	var start string
@@ -287,7 +323,45 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	began := time.Now()
 	cfg := crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay,
 		allowLoopback: *allowLoopback, fields: fields, follow: *follow}
+	var metrics *http.Server
+	var served chan struct{}
+	stop := make(chan struct{})
+	var progressDone sync.WaitGroup
+	cfg.onStart = func(c *magpie.Collector) error {
+		if *metricsAddr != "" {
+			ln, err := net.Listen("tcp", *metricsAddr)
+			if err != nil {
+				return fmt.Errorf("-metrics: %w", err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", mprom.Handler(c))
+			metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			served = make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = metrics.Serve(ln) // ErrServerClosed once the crawl is done
+			}()
+			fmt.Fprintf(stderr, "metrics on http://%s/metrics\n", ln.Addr())
+		}
+		if !*quiet {
+			live := isTerminal(stderr)
+			every := 5 * time.Second
+			if live {
+				every = 200 * time.Millisecond
+			}
+			progressDone.Go(func() {
+				progress(stderr, t, began, every, stop, live, func() int { return c.Stats().Pending })
+			})
+		}
+		return nil
+	}
 	err := crawl(ctx, cfg, t, exp.Processor())
+	close(stop)
+	progressDone.Wait()
+	if metrics != nil {
+		_ = metrics.Close()
+		<-served
+	}
 	summary(stderr, t, time.Since(began))
 	return errors.Join(err, exp.Close())
 }

@@ -37,7 +37,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		go func() {
 			defer close(done)
-			progress(stderr, t, began, 100*time.Millisecond, stop)
+			progress(stderr, t, began, 100*time.Millisecond, stop, true, nil)
 		}()
 	}
 	// The demo site is on loopback: the guard lets only that through.

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -195,5 +197,39 @@ func TestCrawlExtractsFieldsInEachFormat(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrawlServesMetrics: -metrics serves the crawl's Prometheus metrics
+// while it runs (the site asks for them before answering its page).
+func TestCrawlServesMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var metrics string
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			res, err := http.Get("http://" + addr + "/metrics")
+			if err == nil {
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				metrics = string(b)
+			}
+		}
+		fmt.Fprint(w, "<title>t</title>")
+	}))
+	defer site.Close()
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"crawl", site.URL + "/", "-allow-loopback", "-metrics", addr}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run = %d; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(metrics, "magpie_requests_total 1") {
+		t.Errorf("metrics during the crawl = %q, want magpie_requests_total 1", metrics)
+	}
+	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		t.Error("the metrics server still answers after the crawl")
 	}
 }
