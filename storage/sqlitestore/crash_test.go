@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/feed"
 	"github.com/magpiecrawl/magpie/queue"
 )
 
@@ -43,6 +44,17 @@ func TestHelperCrawler(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.DOM.AttrOr("href", "")) })
+	if items := os.Getenv("MAGPIE_CRASH_ITEMS"); items != "" {
+		// One item per page, appended to a JSON lines file by the
+		// pipeline: a page is acknowledged only after its item is written.
+		exp, err := feed.Create(items, feed.Append())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer exp.Close()
+		c.OnScraped(func(r *magpie.Response) { r.Emit(r.Request.URL.Path) })
+		c.Pipeline(exp.Processor())
+	}
 	q, err := queue.New(4, s)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +128,7 @@ func crashResume(t *testing.T, kills []int) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	dbPath := filepath.Join(t.TempDir(), "crawl.db")
+	itemsPath := filepath.Join(t.TempDir(), "items.jsonl")
 
 	// Seed the queue.
 	s, err := Open(dbPath)
@@ -135,7 +148,7 @@ func crashResume(t *testing.T, kills []int) {
 
 	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCrawler$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL)
+		cmd.Env = append(os.Environ(), "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL, "MAGPIE_CRASH_ITEMS="+itemsPath)
 		out := &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -193,6 +206,26 @@ finish:
 		}
 	}
 	t.Logf("kills after %v fetches: %d fetches for %d pages, %d pages in flight at kills", kills, site.total, crashPages, len(allowedDup))
+
+	// Every page's item was written: kill -9 lost none (some may repeat).
+	data, err := os.ReadFile(itemsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var path string
+		if err := json.Unmarshal([]byte(line), &path); err != nil {
+			t.Fatalf("item line %q: %v", line, err)
+		}
+		items[path]++
+	}
+	for i := range crashPages {
+		if items[fmt.Sprintf("/p/%d", i)] == 0 {
+			t.Errorf("the item of page %d was lost", i)
+		}
+	}
+	t.Logf("%d item lines for %d pages", len(strings.Split(strings.TrimSpace(string(data)), "\n")), crashPages)
 
 	db, err := sql.Open("sqlite", dbPath)
 	if err != nil {
