@@ -101,7 +101,7 @@ type robotsCache struct {
 	retryBase time.Duration
 	// onSitemaps, when set, is given the Sitemap: lines of each robots.txt
 	// fetched, once its entry is done (so that it may admit requests).
-	onSitemaps func(urls []string)
+	onSitemaps func(robotsURL string, urls []string)
 
 	// mu guards entries, lru and bytes.
 	mu      sync.Mutex
@@ -146,9 +146,10 @@ func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) 
 	for {
 		e, leader := rc.entry(key)
 		if leader {
-			rc.run(ctx, e, robotsURLOf(u))
+			robotsURL := robotsURLOf(u)
+			rc.run(ctx, e, robotsURL)
 			if rc.onSitemaps != nil && e.data != nil && len(e.data.Sitemaps) > 0 {
-				rc.onSitemaps(e.data.Sitemaps)
+				rc.onSitemaps(robotsURL.String(), e.data.Sitemaps)
 			}
 		} else {
 			select {

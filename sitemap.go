@@ -64,7 +64,7 @@ func SitemapModifiedSince(t time.Time) CollectorOption {
 
 // robotsSitemaps is the robots cache's hook for Sitemap: lines. It must not
 // wait for the crawl: it runs inside an admission.
-func (c *Collector) robotsSitemaps(urls []string) {
+func (c *Collector) robotsSitemaps(robotsURL string, urls []string) {
 	cfg := c.config()
 	if !cfg.sitemapsFromRobots || cfg.ignoreRobots {
 		return
@@ -74,6 +74,8 @@ func (c *Collector) robotsSitemaps(urls []string) {
 		if err == nil {
 			req.checkRevisit = true
 			req.sitemap = true
+			// Found on robots.txt, not started by the user (see credentialScope).
+			req.parentURL = robotsURL
 			_, err = c.enter(cfg, req)
 		}
 		if err != nil {
