@@ -2,10 +2,13 @@ package magpie
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -272,5 +275,39 @@ func TestRequestRetry(t *testing.T) {
 	r := &Request{Body: io.NopCloser(strings.NewReader("x")), collector: c}
 	if err := r.Retry(); !errors.Is(err, ErrRetryBodyUnseekable) {
 		t.Errorf("Retry() with unseekable body error = %v, want ErrRetryBodyUnseekable", err)
+	}
+}
+
+// TestBrowserStyleHrefsAreCrawled: links that browsers follow but net/url
+// refuses (a tab inside, a lone %, a bad escape in the fragment, spaces
+// around, backslashes) are crawled.
+func TestBrowserStyleHrefsAreCrawled(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.EscapedPath()]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			fmt.Fprint(w, "<a href=\"ta\tb.html\">1</a><a href=\"100%.html\">2</a><a href=\"x.html#%_sec_6.2\">3</a>"+
+				"<a href=\"  spaced.html  \">4</a><a href=\"dir\\back.html\">5</a><a href=\"#top\">6</a>")
+		}
+	}))
+	defer srv.Close()
+	c := NewCollector(IgnoreRobotsTxt())
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	var refused []error
+	c.OnRefused(func(_ *Request, err error) { refused = append(refused, err) })
+	if err := c.Visit(srv.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/tab.html", "/100%25.html", "/x.html", "/spaced.html", "/dir/back.html"} {
+		if hits[p] != 1 {
+			t.Errorf("%s fetched %d times, want 1 (hits %v)", p, hits[p], hits)
+		}
+	}
+	if len(refused) != 0 || c.Stats().FragmentLinks != 1 {
+		t.Errorf("refusals %v, fragment links %d; want none and 1", refused, c.Stats().FragmentLinks)
 	}
 }
