@@ -272,7 +272,9 @@ func parseURL(s string) (*url.URL, error) {
 // fragment is kept.
 func resolveRef(base *url.URL, ref string) (*url.URL, error) {
 	if plainRef(ref) {
-		if r, err := url.Parse(ref); err == nil {
+		// net/url takes "//::0" as the host "::0", which it cannot write
+		// back: colons in an unbracketed host go to the WHATWG parser.
+		if r, err := url.Parse(ref); err == nil && (strings.Count(r.Host, ":") < 2 || strings.HasPrefix(r.Host, "[")) {
 			return base.ResolveReference(r), nil
 		}
 	}

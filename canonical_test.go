@@ -177,7 +177,7 @@ func BenchmarkCanonicalURL(b *testing.B) {
 func FuzzResolveRef(f *testing.F) {
 	for _, s := range []string{
 		"other", "/root", "#frag", "%zz", "a\tb\nc", "  spaced  ", `..\up\file`, "x.html#%_sec_6.2",
-		"http://BÜCHER.example/", "http://[::1", "//h2/p?q", "javascript:void(0)", "?q=%", "http://h:99999/",
+		"http://BÜCHER.example/", "http://[::1", "//h2/p?q", "javascript:void(0)", "?q=%", "http://h:99999/", "//::0", "http://a::b/",
 	} {
 		f.Add(s)
 	}
