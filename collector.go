@@ -93,7 +93,9 @@ type Collector struct {
 	logger    *slog.Logger
 	workers   int
 	maxParked int
-	retry     *RetryOptions
+	// queueLookahead is QueueLookahead's cap (0: the default).
+	queueLookahead int
+	retry          *RetryOptions
 
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
@@ -188,6 +190,7 @@ func (c *Collector) Clone() *Collector {
 		logger:                 c.logger,
 		workers:                c.workers,
 		maxParked:              c.maxParked,
+		queueLookahead:         c.queueLookahead,
 		retry:                  c.retry,
 		sitemapsFromRobots:     c.sitemapsFromRobots,
 		sitemapSince:           c.sitemapSince,

@@ -49,6 +49,7 @@ func (c *Collector) Init() {
 	c.logger = slog.New(slog.DiscardHandler)
 	c.workers = 0
 	c.maxParked = 0
+	c.queueLookahead = 0
 	c.retry = nil
 	c.sitemapsFromRobots = false
 	c.sitemapSince = time.Time{}

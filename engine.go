@@ -84,13 +84,19 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		workers = MaxWorkers
 	}
 	c.shared.backend.keepIdleFor(workers)
+	parked := cfg.parked(workers)
+	if queueMode && cfg.maxParked == 0 {
+		// Room for the whole queue look-ahead: the feeder must not block
+		// on the gate while hosts it has leased entries for are idle.
+		parked = max(parked, cfg.lookahead())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{
 		c: c, cfg: cfg, ctx: ctx, cancel: cancel, front: front, queueMode: queueMode,
 		tokens:  make(chan struct{}, workers),
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
-		gate:    limits.NewGate[*Request](c.shared.limiter, cfg.parked(workers)),
+		gate:    limits.NewGate[*Request](c.shared.limiter, parked),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
 	// fetch reports when each request reaches the wire (Ticket.Sent), so

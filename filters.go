@@ -37,6 +37,7 @@ type config struct {
 	sortQuery          bool
 	workers            int
 	maxParked          int
+	queueLookahead     int
 	retry              *RetryOptions
 	stdCtx             context.Context
 	cache              *fileCache
@@ -83,6 +84,7 @@ func (c *Collector) snapshot() *config {
 		sortQuery:          c.SortQuery,
 		workers:            c.workers,
 		maxParked:          c.maxParked,
+		queueLookahead:     c.queueLookahead,
 		retry:              c.retry,
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
@@ -225,8 +227,10 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	}
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
 	if req.deferMark {
-		if req.checkRevisit && !cfg.allowRevisit {
+		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.
+			// A link batched with its page's other links is checked when
+			// the batch is stored, in the same round trip as the push.
 			// A failing visited set must not refuse the link (its parent's
 			// entry is acknowledged, so nothing would find it again): it is
 			// queued, at worst as a duplicate the lease refuses.
@@ -327,6 +331,14 @@ func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 }
 
 // parked is the politeness gate's bound for a run with workers download workers.
+// lookahead is the queue look-ahead cap (QueueLookahead).
+func (cfg *config) lookahead() int {
+	if cfg.queueLookahead > 0 {
+		return cfg.queueLookahead
+	}
+	return DefaultQueueLookahead
+}
+
 func (cfg *config) parked(workers int) int {
 	if cfg.maxParked > 0 {
 		return cfg.maxParked

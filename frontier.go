@@ -201,9 +201,28 @@ func (h *delayHeap) Pop() any {
 }
 
 // queueLeaseTTL is how long a leased queue entry stays ours before another
-// consumer may take it over. Entries are leased only shortly before they can
-// start (at most 2 per worker ahead), so this is generous.
-const queueLeaseTTL = 5 * time.Minute
+// consumer may take it over. A run renews the leases it holds every third of
+// it (see queueFrontier.renewLoop), so an entry waiting behind a slow host
+// keeps its lease, and a crashed consumer's entries come back within one TTL
+// of its last renewal. A variable for the tests.
+var queueLeaseTTL = 5 * time.Minute
+
+// DefaultQueueLookahead is the most queue entries a queue run holds leased
+// and unfinished, when QueueLookahead does not set it.
+const DefaultQueueLookahead = 512
+
+// surplusBudget is how many leased entries beyond hostAhead of their host a
+// run holds before it stops leasing past base: a quarter of the look-ahead,
+// so that a frontier dominated by one host holds no more than that.
+func (f *queueFrontier) surplusBudget() int { return max(f.base, f.limit/4) }
+
+// hostAhead is how many leased, unfinished entries a host holds before the
+// next entry for it counts as surplus: one downloading and one ready to
+// start when its turn comes.
+const hostAhead = 2
+
+// leaseBatch is the most entries one Lease call asks for.
+const leaseBatch = 32
 
 // queueFrontier is RunQueue's frontier: a storage.Queue. Admitted requests
 // are marshalled and pushed; the engine leases entries, unmarshals them
@@ -230,17 +249,43 @@ type queueFrontier struct {
 	q      storage.Queue
 	notify <-chan struct{}
 	out    *outages
-	// ahead is the most entries leased and not yet finished.
-	ahead int
+	// base is how many entries are always leased ahead (2 per worker);
+	// limit caps the look-ahead beyond it (QueueLookahead), which only a
+	// queue that renews leases gets: entries leased beyond base may wait
+	// behind slow hosts for longer than a lease.
+	base, limit int
 	// wake has room for one value: finish signals a waiting next.
 	wake chan struct{}
 	// reclaim is set when a Lease failed: its reply may have been lost
 	// after the storage granted entries. Only the feeder (next) uses it.
 	reclaim bool
 
+	// bgOnce starts the background goroutines (lease renewal and batched
+	// acknowledgements) on the first next; close stops them.
+	bgOnce    sync.Once
+	bgCancel  context.CancelFunc
+	stopRenew context.CancelFunc
+	bgWG      sync.WaitGroup
+	ackWake   chan struct{}
+
 	// mu guards the fields below.
 	mu     sync.Mutex
 	leased map[string]*Request
+	// buf holds entries leased in a batch and not yet handed out; they
+	// count in inflight.
+	buf []storage.Entry
+	// held counts the leased, unfinished entries per host; surplus counts
+	// those beyond hostAhead of their host. Once surplus reaches
+	// surplusBudget, the queue's next entries are for hosts that have work
+	// already, and the look-ahead stops growing: a frontier dominated by
+	// one host holds no more than base or surplusBudget+hostAhead entries.
+	held    map[string]int
+	surplus int
+	// acks are finished entries whose acknowledgement the acker has not
+	// sent yet; acking counts those it is sending.
+	acks   []ackEntry
+	acking int
+	closed bool
 	// pushed holds the visited keys of links this run pushed and has not
 	// leased yet. Links are marked visited only when leased (see
 	// Collector.admit), so without it every duplicate link found before
@@ -252,8 +297,27 @@ type queueFrontier struct {
 	errs     []error
 }
 
+// ackEntry is a finished entry waiting for its batched acknowledgement.
+type ackEntry struct {
+	id  string
+	req *Request
+}
+
+// linkBatch collects the links a leased request's callbacks find, so that
+// they are checked against the visited set and pushed in one round trip
+// when the request finishes (storage.PushUnvisited).
+type linkBatch struct {
+	data [][]byte
+	reqs []*Request
+}
+
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
-	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), ahead: 2 * workers, wake: make(chan struct{}, 1), leased: map[string]*Request{}, pushed: map[uint64]struct{}{}}
+	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), base: 2 * workers, limit: 2 * workers,
+		wake: make(chan struct{}, 1), ackWake: make(chan struct{}, 1), leased: map[string]*Request{},
+		held: map[string]int{}, pushed: map[uint64]struct{}{}}
+	if _, ok := q.(storage.LeaseRenewer); ok {
+		f.limit = max(f.base, cfg.lookahead())
+	}
 	if n, ok := q.(storage.QueueNotifier); ok {
 		f.notify = n.Notify()
 	}
@@ -288,6 +352,9 @@ func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) err
 		}
 	}
 	data, err := req.Marshal()
+	if err == nil && f.addToBatch(req, data) {
+		return nil
+	}
 	if err == nil {
 		err = f.out.persist(ctx, "push", req, func(ctx context.Context) error { return f.q.Push(ctx, data) })
 	}
@@ -302,6 +369,111 @@ func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) err
 	return err
 }
 
+// addToBatch adds a link to its parent's batch, if the parent is a leased
+// request still being processed; the batch is stored when the parent
+// finishes. It reports false for other requests (pushed at once).
+func (f *queueFrontier) addToBatch(req *Request, data []byte) bool {
+	p := req.parent
+	if p == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p.links == nil {
+		return false
+	}
+	p.links.data = append(p.links.data, data)
+	p.links.reqs = append(p.links.reqs, req)
+	return true
+}
+
+// batching reports whether links found by req's callbacks are batched, so
+// that admission may leave their visited check to the batch's push.
+func (req *Request) batchingLinks() bool {
+	return req.parent != nil && req.parent.batchLinks.Load()
+}
+
+// flushLinks stores the links req's callbacks found, in one round trip: the
+// visited set is checked and the unvisited links are pushed together. A
+// link found visited is refused (OnRefused) as Visit would have refused it.
+// A storage that stays down until ctx ends marks req so that its entry is
+// released and its callbacks find the links again.
+func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
+	f.mu.Lock()
+	b := req.links
+	req.links = nil
+	req.batchLinks.Store(false)
+	f.mu.Unlock()
+	if b == nil || len(b.data) == 0 {
+		return
+	}
+	// Links that skip the visited check (AllowURLRevisit, Retry-style
+	// requests) are pushed unconditionally.
+	var checked, plain []int
+	for i, r := range b.reqs {
+		if r.checkRevisit && !f.cfg.allowRevisit {
+			checked = append(checked, i)
+		} else {
+			plain = append(plain, i)
+		}
+	}
+	pushed := make([]bool, len(b.data))
+	err := f.out.persist(ctx, "push", req, func(ctx context.Context) error {
+		if len(plain) > 0 {
+			data := make([][]byte, len(plain))
+			for j, i := range plain {
+				data[j] = b.data[i]
+			}
+			if err := f.q.Push(ctx, data...); err != nil {
+				return err
+			}
+			for _, i := range plain {
+				pushed[i] = true
+			}
+			plain = nil // pushed: a retry of the rest must not push them twice
+		}
+		if len(checked) == 0 {
+			return nil
+		}
+		keys := make([]uint64, len(checked))
+		data := make([][]byte, len(checked))
+		for j, i := range checked {
+			keys[j], data[j] = b.reqs[i].visitKey, b.data[i]
+		}
+		ok, err := storage.PushUnvisited(ctx, f.c.storage(), f.q, keys, data)
+		if err != nil {
+			return err
+		}
+		for j, i := range checked {
+			pushed[i] = ok[j]
+		}
+		return nil
+	})
+	if err != nil {
+		f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(b.data), "err", err)
+		req.lostChild.Store(true)
+	}
+	f.mu.Lock()
+	for i, r := range b.reqs {
+		if !pushed[i] && r.checkRevisit && !f.cfg.allowRevisit {
+			delete(f.pushed, r.visitKey)
+		}
+	}
+	// The batch is done with: its requests were only kept to report.
+	f.mu.Unlock()
+	if err != nil {
+		return
+	}
+	for i, r := range b.reqs {
+		if !pushed[i] {
+			verr := &AlreadyVisitedError{Destination: r.URL}
+			r.err = verr
+			f.c.logRefusal(r, verr)
+			f.c.reportRejection(r, verr)
+		}
+	}
+}
+
 // retry releases req's entry with a not-before time: the waiting retry holds
 // no worker, survives a crash, and keeps its place among the entries. Its
 // next delivery counts as the next attempt (see lease).
@@ -313,26 +485,71 @@ func (f *queueFrontier) retry(ctx context.Context, req *Request, notBefore time.
 		// Its callbacks ran and lost a link: the whole page runs again.
 		notBefore = time.Time{}
 	}
+	f.flushLinks(ctx, req)
+	if req.lostChild.Load() {
+		notBefore = time.Time{}
+	}
 	err := f.out.persist(ctx, "release", req, func(ctx context.Context) error { return f.q.Release(ctx, req.leaseID, notBefore) })
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
 	delete(f.leased, req.leaseID)
-	f.inflight--
+	f.done(req)
 	f.mu.Unlock()
 	f.signal()
 	return nil
 }
 
-// room reports whether another entry may be leased.
+// done removes a finished request from the look-ahead counts; f.mu is held.
+func (f *queueFrontier) done(req *Request) {
+	f.inflight--
+	h := req.aheadHost
+	if f.held[h] > hostAhead {
+		f.surplus--
+	}
+	if f.held[h]--; f.held[h] <= 0 {
+		delete(f.held, h)
+	}
+}
+
+// count adds a leased request to the look-ahead counts; f.mu is held.
+func (f *queueFrontier) count(req *Request) {
+	h := req.URL.Host
+	req.aheadHost = h
+	if f.held[h] >= hostAhead {
+		f.surplus++
+	}
+	f.held[h]++
+}
+
+// room reports whether another entry may be leased: always up to base,
+// and up to limit while the entries leased lately were for hosts that had
+// too little work to start (see held).
 func (f *queueFrontier) room() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.inflight < f.ahead
+	if len(f.buf) > 0 || f.inflight < f.base {
+		return true
+	}
+	return f.inflight < f.limit && f.surplus < f.surplusBudget()
+}
+
+// leaseSize is how many entries the next Lease asks for.
+func (f *queueFrontier) leaseSize() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	room := f.base - f.inflight
+	if budget := f.surplusBudget() - f.surplus; budget > 0 {
+		// Each entry adds at most one to surplus, so the batch cannot
+		// overshoot the budget.
+		room = max(room, min(f.limit-f.inflight, budget))
+	}
+	return min(max(room, 1), leaseBatch)
 }
 
 func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
+	f.bgOnce.Do(f.startBackground)
 	idleWait := time.Millisecond
 	failures := 0 // consecutive Lease or Len failures
 	for {
@@ -410,24 +627,79 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // errRefused means a leased entry was refused by admission (and acknowledged).
 var errRefused = errors.New("refused")
 
-// lease takes one entry and makes it a request. A Lease failure is returned
-// as is (next backs off); a visited-set failure during admission keeps the
-// entry leased and retries the admission until ctx ends.
+// lease takes one entry and makes it a request. Entries are leased in
+// batches (one round trip); the rest of a batch waits in buf, counted in
+// flight. A Lease failure is returned as is (next backs off); a visited-set
+// failure during admission keeps the entry leased and retries the
+// admission until ctx ends.
 func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
-	started := time.Now()
-	if err := f.reclaimLost(ctx); err != nil {
+	e, ok := f.fromBuf()
+	if !ok {
+		started := time.Now()
+		if err := f.reclaimLost(ctx); err != nil {
+			return nil, err
+		}
+		es, err := f.q.Lease(ctx, f.leaseSize(), queueLeaseTTL)
+		if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
+			f.reclaim = true
+			return nil, err
+		}
+		f.out.recovered("lease", started)
+		if len(es) == 0 {
+			return nil, storage.ErrQueueEmpty
+		}
+		e = es[0]
+		f.mu.Lock()
+		f.buf = append(f.buf, es[1:]...)
+		f.inflight += len(es) - 1
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	f.inflight++ // counted at once, so that room sees it
+	f.mu.Unlock()
+	admitted := false
+	defer func() {
+		// Deferred: OnError of a refused entry may end the goroutine.
+		if !admitted {
+			f.mu.Lock()
+			f.inflight--
+			f.mu.Unlock()
+		}
+	}()
+	req, err := f.admitEntry(ctx, e)
+	if err != nil {
 		return nil, err
 	}
-	es, err := f.q.Lease(ctx, 1, queueLeaseTTL)
-	if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
-		f.reclaim = true
-		return nil, err
+	admitted = true
+	req.leaseID = e.ID
+	f.mu.Lock()
+	f.leased[e.ID] = req
+	f.count(req)
+	f.mu.Unlock()
+	// The links its callbacks find are batched until it finishes.
+	req.links = &linkBatch{}
+	req.batchLinks.Store(true)
+	return req, nil
+}
+
+// fromBuf takes the next entry of the last leased batch.
+func (f *queueFrontier) fromBuf() (storage.Entry, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.buf) == 0 {
+		return storage.Entry{}, false
 	}
-	f.out.recovered("lease", started)
-	if len(es) == 0 {
-		return nil, storage.ErrQueueEmpty
-	}
-	e := es[0]
+	e := f.buf[0]
+	f.buf[0] = storage.Entry{}
+	f.buf = f.buf[1:]
+	f.inflight--
+	return e, true
+}
+
+// admitEntry makes a leased entry a request, admitting it if it was queued
+// without admission. A refused or undecodable entry is settled and
+// errRefused returned.
+func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Request, error) {
 	req, err := f.c.unmarshalRequest(e.Data)
 	if err != nil {
 		f.c.logger.Error("dropping undecodable queue entry", "err", err)
@@ -474,11 +746,6 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 			return nil, errRefused
 		}
 	}
-	req.leaseID = e.ID
-	f.mu.Lock()
-	f.leased[e.ID] = req
-	f.inflight++
-	f.mu.Unlock()
 	return req, nil
 }
 
@@ -492,9 +759,12 @@ func (f *queueFrontier) reclaimLost(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Lock()
-	held := make([]string, 0, len(f.leased))
+	held := make([]string, 0, len(f.leased)+len(f.buf))
 	for id := range f.leased {
 		held = append(held, id)
+	}
+	for _, e := range f.buf {
+		held = append(held, e.ID)
 	}
 	f.mu.Unlock()
 	if err := r.ReleaseUnheld(ctx, held); err != nil {
@@ -543,12 +813,12 @@ func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack
 	}
 }
 
-// drained reports whether the crawl is over: nothing of ours in flight and
-// nothing left in the queue (nor leased by another consumer, nor waiting
-// for a retry's not-before time).
+// drained reports whether the crawl is over: nothing of ours in flight or
+// waiting for its acknowledgement, and nothing left in the queue (nor leased
+// by another consumer, nor waiting for a retry's not-before time).
 func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	f.mu.Lock()
-	busy := f.inflight > 0
+	busy := f.inflight > 0 || len(f.acks) > 0 || f.acking > 0
 	f.mu.Unlock()
 	if busy {
 		return false, nil
@@ -562,28 +832,158 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	return l.Total() == 0, nil
 }
 
-// finish acknowledges a finished entry, or releases it when the run stopped
-// before it could finish. A released entry keeps its admission (its visited
-// mark stays, see run.finish), which its next delivery takes over. A
-// request whose callbacks found a link the storage would not take is
-// released too, so that its callbacks run again.
+// finish stores the links req's callbacks found, then acknowledges its
+// entry (batched with other finished entries, see ackLoop), or releases it
+// when the run stopped before it could finish. A released entry keeps its
+// admission (its visited mark stays, see run.finish), which its next
+// delivery takes over. A request whose callbacks found a link the storage
+// would not take is released too, so that its callbacks run again.
 func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
-	f.mu.Lock()
 	id := req.leaseID
-	if id != "" {
-		delete(f.leased, id)
+	if id == "" {
+		f.mu.Lock()
+		f.inflight--
+		f.mu.Unlock()
+		f.signal()
+		return
 	}
-	f.inflight--
+	f.flushLinks(ctx, req)
+	if ok && req.lostChild.Load() {
+		ok = false
+		f.c.logger.Warn("releasing a page whose links could not be stored; it will be fetched again",
+			"url", urlString(req), "request_id", req.ID)
+	}
+	f.mu.Lock()
+	delete(f.leased, id)
+	f.done(req)
+	queued := ok && !f.closed
+	if queued {
+		f.acks = append(f.acks, ackEntry{id: id, req: req})
+	}
 	f.mu.Unlock()
-	if id != "" {
-		if ok && req.lostChild.Load() {
-			ok = false
-			f.c.logger.Warn("releasing a page whose links could not be stored; it will be fetched again",
-				"url", urlString(req), "request_id", req.ID)
+	if queued {
+		select {
+		case f.ackWake <- struct{}{}:
+		default:
 		}
+	} else {
 		f.settle(ctx, id, req, ok)
 	}
 	f.signal()
+}
+
+// maxAckBatch is the most entries one Ack call acknowledges.
+const maxAckBatch = 512
+
+// startBackground starts the goroutines that acknowledge finished entries
+// in batches and renew the leases the run holds. close stops them.
+func (f *queueFrontier) startBackground() {
+	ackCtx, cancel := context.WithCancel(context.Background())
+	f.bgCancel = cancel
+	renewCtx, stopRenew := context.WithCancel(ackCtx)
+	f.stopRenew = stopRenew
+	f.bgWG.Go(func() { f.ackLoop(ackCtx) })
+	if _, ok := f.q.(storage.LeaseRenewer); ok {
+		f.bgWG.Go(func() { f.renewLoop(renewCtx) })
+	}
+}
+
+// ackLoop acknowledges finished entries: all those that finished while the
+// previous Ack was on its way go in the next one, so a busy run makes one
+// round trip for many pages and an idle one acknowledges at once. It
+// returns once the frontier is closed and every entry is acknowledged, or
+// when ctx ends.
+func (f *queueFrontier) ackLoop(ctx context.Context) {
+	for {
+		f.flushAcks(ctx)
+		f.mu.Lock()
+		done := f.closed && len(f.acks) == 0
+		f.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-f.ackWake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// flushAcks sends the acknowledgements waiting, retrying a failing storage
+// until ctx ends. An entry that cannot be acknowledged stays leased and
+// comes back when its lease expires: a duplicate, never a loss.
+func (f *queueFrontier) flushAcks(ctx context.Context) {
+	for {
+		f.mu.Lock()
+		n := min(len(f.acks), maxAckBatch)
+		batch := slices.Clone(f.acks[:n])
+		f.acks = f.acks[n:]
+		if len(f.acks) == 0 {
+			f.acks = nil
+		}
+		f.acking += n
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		ids := make([]string, n)
+		for i, a := range batch {
+			ids[i] = a.id
+		}
+		var req *Request
+		if n == 1 {
+			req = batch[0].req
+		}
+		if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.q.Ack(ctx, ids...) }); err != nil {
+			f.c.logger.Warn("acknowledging queue entries", "entries", n, "err", err)
+		}
+		f.mu.Lock()
+		f.acking -= n
+		f.mu.Unlock()
+		f.signal()
+	}
+}
+
+// renewLoop renews every lease the run holds, every third of the lease
+// TTL, in one round trip: entries leased ahead wait behind slow hosts for
+// as long as they must without expiring and being fetched twice.
+func (f *queueFrontier) renewLoop(ctx context.Context) {
+	t := time.NewTicker(queueLeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		f.mu.Lock()
+		ids := make([]string, 0, len(f.leased)+len(f.buf)+len(f.acks))
+		for id := range f.leased {
+			ids = append(ids, id)
+		}
+		for _, e := range f.buf {
+			ids = append(ids, e.ID)
+		}
+		for _, a := range f.acks {
+			ids = append(ids, a.id)
+		}
+		f.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		err := storage.RenewLeases(ctx, f.q, queueLeaseTTL, ids...)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		default:
+			// Unknown leases expired before a renewal reached them (a
+			// storage outage longer than the TTL): another consumer may
+			// fetch them too. Failures are retried at the next tick.
+			f.c.logger.Warn("renewing queue leases", "leases", len(ids), "err", err)
+		}
+	}
 }
 
 // idle never fires: a queue run ends when the queue is drained.
@@ -595,22 +995,56 @@ func (f *queueFrontier) pending() int {
 	return f.inflight
 }
 
-// close releases every entry leased and not finished, so that nothing is
-// lost when a run stops. Each keeps its admission for its next delivery.
-// A storage that fails gets queueStopGrace in all to take the releases;
-// entries it does not take come back when their leases expire.
+// close acknowledges the finished entries not yet acknowledged and
+// releases every entry leased and not finished, so that nothing is lost
+// when a run stops. Each released entry keeps its admission for its next
+// delivery. A storage that fails gets queueStopGrace for the
+// acknowledgements and as long again for the releases; entries it does not
+// take come back when their leases expire.
 func (f *queueFrontier) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	if f.bgCancel != nil {
+		f.stopRenew()
+		select {
+		case f.ackWake <- struct{}{}:
+		default:
+		}
+		acked := make(chan struct{})
+		go func() {
+			f.bgWG.Wait()
+			close(acked)
+		}()
+		t := time.NewTimer(queueStopGrace)
+		select {
+		case <-acked:
+		case <-t.C:
+		}
+		t.Stop()
+		f.bgCancel()
+		<-acked
+	}
 	f.mu.Lock()
 	leased := f.leased
 	f.leased = map[string]*Request{}
+	buf := f.buf
+	f.buf = nil
 	f.mu.Unlock()
-	if len(leased) == 0 {
+	if len(leased) == 0 && len(buf) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), queueStopGrace)
 	defer cancel()
 	for id, req := range leased {
 		f.settle(ctx, id, req, false)
+	}
+	ids := make([]string, len(buf))
+	for i, e := range buf {
+		ids[i] = e.ID
+	}
+	if err := storage.ReleaseBatch(ctx, f.q, time.Time{}, ids...); err != nil {
+		f.c.logger.Warn("releasing queue entries", "entries", len(ids), "err", err)
 	}
 }
 

@@ -180,6 +180,25 @@ func MaxParked(n int) CollectorOption {
 	}
 }
 
+// QueueLookahead caps how many queue entries a queue run (queue.Run,
+// RunQueue) holds leased and unfinished (default DefaultQueueLookahead,
+// 512). Without look-ahead, the entries at the head of the queue, all for a
+// few hosts waiting out their Delay, would leave the other hosts idle; with
+// it the run leases on until every host that may start has work, and stops
+// growing once the entries it finds are for hosts that have enough (a
+// frontier dominated by one host holds about 2 entries per thread ahead, as
+// before). Held entries are renewed every third of their lease, so none
+// expires while it waits. The look-ahead beyond 2 per thread needs a queue
+// storage that renews leases (storage.LeaseRenewer: the in-memory queue,
+// sqlitestore and redisstore do). n <= 0 keeps the default.
+func QueueLookahead(n int) CollectorOption {
+	return func(c *Collector) {
+		if n > 0 {
+			c.queueLookahead = n
+		}
+	}
+}
+
 // Workers fixes how many downloads run at once for Visit and Wait. Without
 // it the pool follows the LimitRules: as many downloads as the hosts with
 // work allow (the sum of their Parallelism, within each rule's

@@ -116,6 +116,14 @@ type Request struct {
 	// not be stored: its queue entry is then released, not acknowledged, so
 	// that its callbacks run again and find the link again.
 	lostChild atomic.Bool
+	// links collects, in a queue run, the links this request's callbacks
+	// find until it finishes (guarded by its queueFrontier's mu); batchLinks
+	// is set while it does, for admission to read without that lock.
+	links      *linkBatch
+	batchLinks atomic.Bool
+	// aheadHost is the host this request was counted under in the queue
+	// look-ahead (its URL may change with redirects).
+	aheadHost string
 	// root is the request a retry copy was made from, which a sync Visit
 	// reads its final error from.
 	root *Request

@@ -247,6 +247,9 @@ func PushUnvisited(ctx context.Context, st Storage, q Queue, keys []uint64, data
 		pushed[i] = true
 		todo = append(todo, data[i])
 	}
+	if len(todo) == 0 {
+		return pushed, nil
+	}
 	if err := q.Push(ctx, todo...); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,293 @@
+package magpie
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// countingQueue wraps a storage.Queue and counts the calls that reach it.
+type countingQueue struct {
+	storage.Queue
+	pushes, leases, acks, renews atomic.Int64
+	renewed                      atomic.Int64
+}
+
+func (q *countingQueue) Push(ctx context.Context, data ...[]byte) error {
+	q.pushes.Add(1)
+	return q.Queue.Push(ctx, data...)
+}
+
+func (q *countingQueue) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
+	q.leases.Add(1)
+	return q.Queue.Lease(ctx, n, ttl)
+}
+
+func (q *countingQueue) Ack(ctx context.Context, ids ...string) error {
+	q.acks.Add(1)
+	return q.Queue.Ack(ctx, ids...)
+}
+
+func (q *countingQueue) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	q.renews.Add(1)
+	q.renewed.Add(int64(len(ids)))
+	return storage.RenewLeases(ctx, q.Queue, ttl, ids...)
+}
+
+// hostServer is one host of a multi-host test crawl: it counts requests per
+// path and may hold them until release is closed.
+type hostServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	fetches map[string]int
+	hold    chan struct{}
+	first   chan struct{} // closed at the first request
+	once    sync.Once
+	body    func(path string) string
+}
+
+func newHostServer(t *testing.T, hold bool, body func(string) string) *hostServer {
+	t.Helper()
+	h := &hostServer{fetches: map[string]int{}, first: make(chan struct{}), body: body}
+	if hold {
+		h.hold = make(chan struct{})
+	}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.fetches[r.URL.Path]++
+		h.mu.Unlock()
+		h.once.Do(func() { close(h.first) })
+		if h.hold != nil {
+			select {
+			case <-h.hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if h.body != nil {
+			fmt.Fprint(w, h.body(r.URL.Path))
+			return
+		}
+		fmt.Fprint(w, "<html><body>ok</body></html>")
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hostServer) counts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.fetches))
+	for k, v := range h.fetches {
+		out[k] = v
+	}
+	return out
+}
+
+// TestRunQueueLooksAheadByHost: the queue's head holds 10 entries for a host
+// that allows one request at a time and is stuck on the first; the other
+// hosts' entries come after them. A run that leased only 2 entries per
+// thread ahead (4 here) would leave those hosts idle until the slow host
+// moved; the look-ahead leases past the slow host's entries and starts them.
+func TestRunQueueLooksAheadByHost(t *testing.T) {
+	slow := newHostServer(t, true, nil)
+	others := make([]*hostServer, 4)
+	for i := range others {
+		others[i] = newHostServer(t, false, nil)
+	}
+	q := storage.NewMemoryQueue(0)
+	for i := range 10 {
+		pushURL(t, q, fmt.Sprintf("%s/slow/%d", slow.URL, i))
+	}
+	for i, o := range others {
+		pushURL(t, q, fmt.Sprintf("%s/other/%d", o.URL, i))
+	}
+	c := NewCollector(QueueLookahead(64), IgnoreRobotsTxt())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.RunQueue(t.Context(), q, 2) }()
+	deadline := time.After(20 * time.Second)
+	for i, o := range others {
+		select {
+		case <-o.first:
+		case <-deadline:
+			close(slow.hold)
+			<-done
+			t.Fatalf("host %d was not requested while the slow host held the head of the queue", i)
+		}
+	}
+	close(slow.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for p, n := range slow.counts() {
+		if n != 1 {
+			t.Errorf("%s fetched %d times", p, n)
+		}
+	}
+	if got := len(slow.counts()); got != 10 {
+		t.Errorf("slow host: %d pages fetched, want 10", got)
+	}
+}
+
+// TestRunQueueLookaheadBoundedForOneHost: a frontier of one host does not
+// grow the look-ahead: while that host is stuck, the run holds no more than
+// the surplus budget (a quarter of QueueLookahead) beyond its baseline.
+func TestRunQueueLookaheadBoundedForOneHost(t *testing.T) {
+	slow := newHostServer(t, true, nil)
+	q := storage.NewMemoryQueue(0)
+	for i := range 1000 {
+		pushURL(t, q, fmt.Sprintf("%s/p/%d", slow.URL, i))
+	}
+	const threads, lookahead = 2, 64
+	c := NewCollector(QueueLookahead(lookahead), IgnoreRobotsTxt())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.RunQueue(ctx, q, threads) }()
+	<-slow.first
+	// The feeder leases until the budget is spent, then waits for a finish
+	// that cannot come while the host is held: the count settles at the
+	// bound and must never pass it.
+	bound := max(2*threads, lookahead/4) + hostAhead
+	reached := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !reached; {
+		l, err := q.Len(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Leased > bound {
+			t.Fatalf("%d entries leased for one stuck host, want at most %d", l.Leased, bound)
+		}
+		reached = l.Leased == bound
+		if !reached {
+			runtime.Gosched()
+		}
+	}
+	if !reached {
+		l, _ := q.Len(t.Context())
+		t.Errorf("look-ahead settled at %d leased entries, want %d", l.Leased, bound)
+	}
+	cancel()
+	close(slow.hold)
+	<-done
+	l, err := q.Len(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Leased != 0 {
+		t.Errorf("%d entries still leased after the run stopped", l.Leased)
+	}
+}
+
+// TestRunQueueRenewsWaitingLeases: entries leased ahead wait behind a host
+// with a Delay for several lease TTLs; the run renews them, so none expires
+// and is leased (and fetched) a second time.
+func TestRunQueueRenewsWaitingLeases(t *testing.T) {
+	old := queueLeaseTTL
+	queueLeaseTTL = 300 * time.Millisecond
+	t.Cleanup(func() { queueLeaseTTL = old })
+	h := newHostServer(t, false, nil)
+	q := &countingQueue{Queue: storage.NewMemoryQueue(0)}
+	const pages = 8
+	for i := range pages {
+		pushURL(t, q, fmt.Sprintf("%s/p/%d", h.URL, i))
+	}
+	c := NewCollector(IgnoreRobotsTxt())
+	// 8 pages 150 ms apart: the last waits about 1 s, over 3 TTLs.
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 150 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// Expired leases would be leased again and again: a deadline turns
+	// that into a failure instead of a hang.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.RunQueue(ctx, q, 4); err != nil {
+		t.Fatal(err)
+	}
+	got := h.counts()
+	if len(got) != pages {
+		t.Errorf("%d pages fetched, want %d", len(got), pages)
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Errorf("%s fetched %d times: its lease expired while it waited", p, n)
+		}
+	}
+	if q.renews.Load() == 0 {
+		t.Error("no lease was renewed")
+	}
+	l, err := q.Len(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Total() != 0 {
+		t.Errorf("queue left with %+v", l)
+	}
+}
+
+// TestRunQueueBatchesLinks: the links of one page reach the queue in one
+// Push (one round trip), not one per link; links already visited are
+// refused when the batch is stored, and reported as refusals.
+func TestRunQueueBatchesLinks(t *testing.T) {
+	const links = 50
+	h := newHostServer(t, false, func(path string) string {
+		if path != "/" {
+			return "<html><body>leaf <a href=\"/\">home</a></body></html>"
+		}
+		var b strings.Builder
+		b.WriteString("<html><body>")
+		for i := range links {
+			fmt.Fprintf(&b, `<a href="/leaf/%d">%d</a>`, i, i)
+		}
+		b.WriteString("</body></html>")
+		return b.String()
+	})
+	q := &countingQueue{Queue: storage.NewMemoryQueue(0)}
+	pushURL(t, q, h.URL+"/")
+	c := NewCollector(IgnoreRobotsTxt())
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	var refused atomic.Int64
+	c.OnRefused(func(_ *Request, err error) {
+		if _, ok := err.(*AlreadyVisitedError); ok {
+			refused.Add(1)
+		}
+	})
+	if err := c.RunQueue(t.Context(), q, 4); err != nil {
+		t.Fatal(err)
+	}
+	got := h.counts()
+	if len(got) != links+1 {
+		t.Fatalf("%d pages fetched, want %d", len(got), links+1)
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Errorf("%s fetched %d times", p, n)
+		}
+	}
+	// The seed, then one batch for the home page. Each leaf links back
+	// home, which is visited: its batch pushes nothing.
+	if n := q.pushes.Load(); n != 2 {
+		t.Errorf("%d Push calls, want 2 (the seed and the home page's %d links in one)", n, links)
+	}
+	if n := refused.Load(); n != links {
+		t.Errorf("%d links refused as visited, want %d (each leaf's link home)", n, links)
+	}
+	if n := q.acks.Load(); n > links+1 {
+		t.Errorf("%d Ack calls for %d pages", n, links+1)
+	}
+}
