@@ -250,7 +250,14 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		return ErrMaxRequests
 	}
 	if req.checkRevisit && !cfg.allowRevisit {
-		added, err := c.markVisited(ctx, req.visitKey)
+		var added bool
+		var err error
+		if req.premark != 0 {
+			// Marked with the rest of its queue Lease batch.
+			added, req.premark = req.premark == premarkAdded, 0
+		} else {
+			added, err = c.markVisited(ctx, req.visitKey)
+		}
 		if err == nil && !added && !req.ownsMark {
 			err = &AlreadyVisitedError{Destination: req.URL}
 		} else if err != nil {

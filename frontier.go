@@ -271,6 +271,9 @@ type queueFrontier struct {
 	// mu guards the fields below.
 	mu     sync.Mutex
 	leased map[string]*Request
+	// decoded holds the requests of buf's entries, decoded by premark.
+	// Only the feeder uses it.
+	decoded map[string]*Request
 	// buf holds entries leased in a batch and not yet handed out; they
 	// count in inflight.
 	buf []storage.Entry
@@ -283,9 +286,10 @@ type queueFrontier struct {
 	surplus int
 	// acks are finished entries whose acknowledgement the acker has not
 	// sent yet; acking counts those it is sending.
-	acks   []ackEntry
-	acking int
-	closed bool
+	acks      []ackEntry
+	acking    int
+	ackingIDs []string
+	closed    bool
 	// pushed holds the visited keys of links this run pushed and has not
 	// leased yet. Links are marked visited only when leased (see
 	// Collector.admit), so without it every duplicate link found before
@@ -649,6 +653,7 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 			return nil, storage.ErrQueueEmpty
 		}
 		e = es[0]
+		f.premark(ctx, es)
 		f.mu.Lock()
 		f.buf = append(f.buf, es[1:]...)
 		f.inflight += len(es) - 1
@@ -700,7 +705,12 @@ func (f *queueFrontier) fromBuf() (storage.Entry, bool) {
 // without admission. A refused or undecodable entry is settled and
 // errRefused returned.
 func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Request, error) {
-	req, err := f.c.unmarshalRequest(e.Data)
+	req, err := f.decoded[e.ID], error(nil)
+	if req != nil {
+		delete(f.decoded, e.ID)
+	} else {
+		req, err = f.c.unmarshalRequest(e.Data)
+	}
 	if err != nil {
 		f.c.logger.Error("dropping undecodable queue entry", "err", err)
 		f.mu.Lock()
@@ -726,7 +736,14 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 		req.Depth = max(req.Depth, 1)
 		req.checkRevisit = true
 		req.ownsMark = req.redelivered
+		premarked := req.premark == premarkAdded
 		err := f.admitLeased(ctx, req)
+		if err != nil && premarked && !req.marked {
+			// Refused after its mark was set with its batch's: take the
+			// mark back, as if it had never been set.
+			req.marked = true
+			f.c.forgetVisited(req)
+		}
 		if err != nil && ctx.Err() != nil {
 			// The run stopped during admission (a robots.txt fetch, or a
 			// storage outage): the entry was not refused, so it goes back,
@@ -749,6 +766,57 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 	return req, nil
 }
 
+// premark values: a request's visited mark was set (or found set) with the
+// other entries of its Lease batch, so its admission needs no round trip.
+const (
+	premarkAdded uint8 = 1 + iota
+	premarkSeen
+)
+
+// premark decodes a leased batch and, for the entries admitted on their
+// lease, sets their visited marks in one AddVisited call (one round trip
+// for the batch, where admission would make one per entry). Admission then
+// reads the result (Request.premark) and takes back the mark of an entry
+// it refuses for another reason. The feeder alone calls it. A failure
+// leaves admission to mark each entry itself.
+func (f *queueFrontier) premark(ctx context.Context, es []storage.Entry) {
+	vs, ok := f.c.storage().(storage.VisitedSet)
+	if !ok || len(es) < 2 || f.cfg.allowRevisit {
+		return
+	}
+	if f.decoded == nil {
+		f.decoded = map[string]*Request{}
+	}
+	var keys []uint64
+	var reqs []*Request
+	for _, e := range es {
+		req, err := f.c.unmarshalRequest(e.Data)
+		if err != nil {
+			continue // admitEntry reports it
+		}
+		f.decoded[e.ID] = req
+		if req.admitted {
+			continue
+		}
+		req.visitKey = requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes)
+		keys = append(keys, req.visitKey)
+		reqs = append(reqs, req)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	added, err := vs.AddVisited(ctx, keys...)
+	if err != nil || len(added) != len(keys) {
+		return
+	}
+	for i, req := range reqs {
+		req.premark = premarkSeen
+		if added[i] {
+			req.premark = premarkAdded
+		}
+	}
+}
+
 // reclaimLost releases the entries a failed Lease may have been granted.
 // It runs in the feeder before the next Lease, so no Lease of this
 // consumer is in flight; the held leases are those the frontier knows.
@@ -766,6 +834,11 @@ func (f *queueFrontier) reclaimLost(ctx context.Context) error {
 	for _, e := range f.buf {
 		held = append(held, e.ID)
 	}
+	// Finished entries are still ours until their Ack is through.
+	for _, a := range f.acks {
+		held = append(held, a.id)
+	}
+	held = append(held, f.ackingIDs...)
 	f.mu.Unlock()
 	if err := r.ReleaseUnheld(ctx, held); err != nil {
 		return err
@@ -922,14 +995,15 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		if len(f.acks) == 0 {
 			f.acks = nil
 		}
-		f.acking += n
-		f.mu.Unlock()
-		if n == 0 {
-			return
-		}
 		ids := make([]string, n)
 		for i, a := range batch {
 			ids[i] = a.id
+		}
+		f.acking += n
+		f.ackingIDs = ids
+		f.mu.Unlock()
+		if n == 0 {
+			return
 		}
 		var req *Request
 		if n == 1 {
@@ -940,6 +1014,7 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		}
 		f.mu.Lock()
 		f.acking -= n
+		f.ackingIDs = nil // ackLoop is the only sender: these were all
 		f.mu.Unlock()
 		f.signal()
 	}
@@ -968,6 +1043,7 @@ func (f *queueFrontier) renewLoop(ctx context.Context) {
 		for _, a := range f.acks {
 			ids = append(ids, a.id)
 		}
+		ids = append(ids, f.ackingIDs...)
 		f.mu.Unlock()
 		if len(ids) == 0 {
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -289,5 +290,49 @@ func TestRunQueueBatchesLinks(t *testing.T) {
 	}
 	if n := q.acks.Load(); n > links+1 {
 		t.Errorf("%d Ack calls for %d pages", n, links+1)
+	}
+}
+
+// countingVisited wraps the in-memory store and counts AddVisited calls.
+type countingVisited struct {
+	*storage.InMemoryStorage
+	calls atomic.Int64
+}
+
+func (s *countingVisited) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
+	s.calls.Add(1)
+	return s.InMemoryStorage.AddVisited(ctx, ids...)
+}
+
+// TestRunQueueMarksLeaseBatches: entries queued without admission are
+// marked visited a Lease batch at a time (one AddVisited call for many
+// entries), and an entry refused by admission after its batch marked it
+// loses the mark again.
+func TestRunQueueMarksLeaseBatches(t *testing.T) {
+	h := newHostServer(t, false, nil)
+	q := storage.NewMemoryQueue(0)
+	const pages = 64
+	// The refused entry goes into the first Lease batch with the others.
+	pushURL(t, q, h.URL+"/private/x")
+	for i := range pages {
+		pushURL(t, q, fmt.Sprintf("%s/p/%d", h.URL, i))
+	}
+	st := &countingVisited{InMemoryStorage: &storage.InMemoryStorage{}}
+	c := NewCollector(IgnoreRobotsTxt(), DisallowedURLFilters(regexp.MustCompile(`/private/`)))
+	if err := c.SetStorage(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RunQueue(t.Context(), q, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.counts()); got != pages {
+		t.Errorf("%d pages fetched, want %d", got, pages)
+	}
+	if n := st.calls.Load(); n > pages/4 {
+		t.Errorf("%d AddVisited calls for %d entries: not marked in batches", n, pages)
+	}
+	key := requestKey(http.MethodGet, canonicalURL(mustParse(t, h.URL+"/private/x"), false), nil)
+	if seen, err := st.IsVisited(key); err != nil || seen {
+		t.Errorf("refused entry left marked visited (seen %v, err %v)", seen, err)
 	}
 }

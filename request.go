@@ -121,6 +121,9 @@ type Request struct {
 	// is set while it does, for admission to read without that lock.
 	links      *linkBatch
 	batchLinks atomic.Bool
+	// premark is set on a leased entry whose visited mark its Lease batch
+	// set (premarkAdded) or found set (premarkSeen); see queueFrontier.premark.
+	premark uint8
 	// aheadHost is the host this request was counted under in the queue
 	// look-ahead (its URL may change with redirects).
 	aheadHost string

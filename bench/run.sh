@@ -10,7 +10,9 @@
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
 #   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
 #                  scenario "storage" (see below) is never run by default
-#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
+#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones;
+#                  magpie-queue-redis (the queue on redisstore) starts a redis-server of its own
+#                  (or uses $REDIS_ADDR) and is left out of the default when redis-server is missing
 #   TP_LATENCIES="0ms 5ms"        the throughput scenario's site latencies
 #   TP_PS="1 8 64"                the throughput scenario's parallelisms
 #   OLD_REF=<git ref>  also build magpie as of that commit (with this bench's
@@ -114,6 +116,9 @@ fi
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
 default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' | tr '\n' ' ')
+if [[ -z $REDIS_ADDR ]] && ! command -v redis-server >/dev/null 2>&1; then
+	default_impls=$(echo $default_impls | tr ' ' '\n' | grep -v '^magpie-queue-redis' | tr '\n' ' ')
+fi
 IMPLS=${IMPLS:-$default_impls}
 # APPEND=1 keeps the JSON lines of an earlier run (say, another latency) so
 # that one report covers both.
@@ -155,7 +160,9 @@ crawl() {
 		cmd=$bin/crawl-magpie-old
 		run_impl=${impl%@old}
 	fi
-	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$run_impl" -url "$base/" "$@" || true)
+	local extra=()
+	[[ $run_impl == magpie-queue-redis ]] && extra=(-redis "$redis_addr")
+	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$run_impl" -url "$base/" "${extra[@]}" "$@" || true)
 	res=${res/\"impl\":\"$run_impl\"/\"impl\":\"$impl\"}
 	[[ -n $res ]] || res="{\"impl\":\"$impl\",\"err\":\"crawl produced no result\"}"
 	local stats
@@ -180,6 +187,7 @@ runs() {
 # start_redis — sets $redis_addr: $REDIS_ADDR, or a redis-server of our own
 # on a free port of 127.0.0.1 that saves nothing to disk.
 start_redis() {
+	[[ -n ${redis_addr:-} ]] && return
 	if [[ -n $REDIS_ADDR ]]; then
 		redis_addr=$REDIS_ADDR
 		return
@@ -226,6 +234,12 @@ storage_scenario() {
 		done
 	done
 }
+
+# The queue-on-Redis crawlers need a Redis server in every scenario.
+redis_addr=""
+if [[ " $IMPLS " == *" magpie-queue-redis"* ]]; then
+	start_redis
+fi
 
 for sc in $SCENARIOS; do
 	case $sc in

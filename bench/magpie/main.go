@@ -7,6 +7,8 @@
 //	              e.Request.Visit from OnHTML, Visit + Wait
 //	magpie-async-ported  the same without Workers(P): a Colly program with its import path changed
 //	magpie-queue  the same collector without Async, run by queue.New(P, unbounded memory queue) + AddURL + Run
+//	magpie-queue-sqlite, magpie-queue-redis  magpie-queue with sqlitestore (a new file) or redisstore (at -redis)
+//	              as the queue's storage and the visited set
 //
 // and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
 // magpie-frontier-mem and magpie-redis.
@@ -37,6 +39,9 @@ var impls = map[string]harness.CrawlFunc{
 	// A Colly program ported as is: no Workers option.
 	"magpie-async-ported": profiled(crawlMagpieAsyncPorted),
 	"magpie-queue":        profiled(crawlMagpieQueue),
+	// The same queue crawl on the durable stores (storage.go).
+	"magpie-queue-sqlite": profiled(crawlQueueSQLite),
+	"magpie-queue-redis":  profiled(crawlQueueRedis),
 
 	// The storage scenario (storage.go).
 	"magpie-frontier-sqlite": profiled(crawlFrontierSQLite),

@@ -123,6 +123,63 @@ func crawlFrontier(ctx context.Context, cfg harness.Config, n *harness.Counters,
 	return err
 }
 
+// crawlQueueSQLite is crawlMagpieQueue with one sqlitestore.Store (in a new
+// temporary directory) as the queue's storage and the collector's visited
+// set: the durable crawl, in the throughput and politeness scenarios.
+func crawlQueueSQLite(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	dir, err := os.MkdirTemp("", "magpie-queue-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(filepath.Join(dir, "crawl.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return crawlQueueOn(ctx, cfg, n, st, st)
+}
+
+// crawlQueueRedis is crawlMagpieQueue with one redisstore.Store (at -redis,
+// under a new key prefix, cleared after) as the queue's storage and the
+// visited set: one process of a distributed crawl.
+func crawlQueueRedis(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	prefix := "magpie-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st, err := redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: prefix})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Clear(ctx); err != nil {
+		return fmt.Errorf("clearing the crawl's keys in Redis at %s: %w", *redisAddr, err)
+	}
+	defer func() { _ = st.Clear(context.WithoutCancel(ctx)) }()
+	return crawlQueueOn(ctx, cfg, n, st, st)
+}
+
+// crawlQueueOn runs queue.New(P, qs) with visited as the collector's
+// visited set, from the seed until the queue is empty.
+func crawlQueueOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs storage.Queue, visited storage.Storage) error {
+	c, err := newMagpie(ctx, cfg, n)
+	if err != nil {
+		return err
+	}
+	if err := c.SetStorage(visited); err != nil {
+		return err
+	}
+	q, err := queue.New(cfg.P, qs)
+	if err != nil {
+		return err
+	}
+	if err := q.AddURL(cfg.Seed); err != nil {
+		return err
+	}
+	if err := q.RunContext(ctx, c); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 // crawlRedis is the multi-process crawl: the parent seeds a queue in Redis
 // and starts -procs copies of this command with -worker, each crawling the
 // shared queue with -p threads, one visited set for all. Its pages are the
