@@ -211,10 +211,10 @@ var queueLeaseTTL = 5 * time.Minute
 // and unfinished, when QueueLookahead does not set it.
 const DefaultQueueLookahead = 512
 
-// surplusBudget is how many leased entries beyond hostAhead of their host a
-// run holds before it stops leasing past base: a quarter of the look-ahead,
-// so that a frontier dominated by one host holds no more than that.
-func (f *queueFrontier) surplusBudget() int { return max(f.base, f.limit/4) }
+// surplusBudget bounds the leased entries beyond hostAhead of their host:
+// half the look-ahead, so a frontier dominated by one host can never hold
+// all of it.
+func (f *queueFrontier) surplusBudget() int { return max(f.base, f.limit/2) }
 
 // hostAhead is how many leased, unfinished entries a host holds before the
 // next entry for it counts as surplus: one downloading and one ready to
@@ -278,12 +278,18 @@ type queueFrontier struct {
 	// count in inflight.
 	buf []storage.Entry
 	// held counts the leased, unfinished entries per host; surplus counts
-	// those beyond hostAhead of their host. Once surplus reaches
-	// surplusBudget, the queue's next entries are for hosts that have work
-	// already, and the look-ahead stops growing: a frontier dominated by
-	// one host holds no more than base or surplusBudget+hostAhead entries.
+	// those beyond hostAhead of their host. streak counts the entries
+	// leased beyond base in a row that were surplus, less one per finished
+	// entry. Leasing beyond base stops when streak reaches base: the
+	// queue's next entries are for hosts that have work already. Each
+	// finish then allows one more probe, so the look-ahead of a frontier
+	// dominated by a few hosts (or one) stays about base+hostAhead per
+	// host, and consumers sharing a queue do not take each other's work;
+	// a frontier of many hosts keeps finding hosts with too little work
+	// and leases on, up to limit.
 	held    map[string]int
 	surplus int
+	streak  int
 	// acks are finished entries whose acknowledgement the acker has not
 	// sent yet; acking counts those it is sending.
 	acks      []ackEntry
@@ -303,8 +309,9 @@ type queueFrontier struct {
 
 // ackEntry is a finished entry waiting for its batched acknowledgement.
 type ackEntry struct {
-	id  string
-	req *Request
+	id    string
+	req   *Request
+	links *linkBatch
 }
 
 // linkBatch collects the links a leased request's callbacks find, so that
@@ -397,22 +404,38 @@ func (req *Request) batchingLinks() bool {
 	return req.parent != nil && req.parent.batchLinks.Load()
 }
 
-// flushLinks stores the links req's callbacks found, in one round trip: the
-// visited set is checked and the unvisited links are pushed together. A
-// link found visited is refused (OnRefused) as Visit would have refused it.
-// A storage that stays down until ctx ends marks req so that its entry is
+// flushLinks stores the links req's callbacks found (see storeLinks); a
+// storage that stays down until ctx ends marks req so that its entry is
 // released and its callbacks find the links again.
 func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
+	if b := f.takeLinks(req); b != nil {
+		if err := f.storeLinks(ctx, b); err != nil {
+			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(b.data), "err", err)
+			req.lostChild.Store(true)
+		}
+	}
+}
+
+// takeLinks ends the batching of req's links and returns them (nil when
+// there are none).
+func (f *queueFrontier) takeLinks(req *Request) *linkBatch {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	b := req.links
 	req.links = nil
 	req.batchLinks.Store(false)
-	f.mu.Unlock()
 	if b == nil || len(b.data) == 0 {
-		return
+		return nil
 	}
-	// Links that skip the visited check (AllowURLRevisit, Retry-style
-	// requests) are pushed unconditionally.
+	return b
+}
+
+// storeLinks stores a batch of links (of one page or several) in one round
+// trip: the visited set is checked and the unvisited links are pushed
+// together (storage.PushUnvisited). A link found visited is refused
+// (OnRefused) as Visit would have refused it. Links that skip the visited
+// check (AllowURLRevisit, Retry copies) are pushed as they are.
+func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) error {
 	var checked, plain []int
 	for i, r := range b.reqs {
 		if r.checkRevisit && !f.cfg.allowRevisit {
@@ -422,7 +445,7 @@ func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
 		}
 	}
 	pushed := make([]bool, len(b.data))
-	err := f.out.persist(ctx, "push", req, func(ctx context.Context) error {
+	err := f.out.persist(ctx, "push", nil, func(ctx context.Context) error {
 		if len(plain) > 0 {
 			data := make([][]byte, len(plain))
 			for j, i := range plain {
@@ -453,29 +476,24 @@ func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
 		}
 		return nil
 	})
-	if err != nil {
-		f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(b.data), "err", err)
-		req.lostChild.Store(true)
-	}
 	f.mu.Lock()
 	for i, r := range b.reqs {
 		if !pushed[i] && r.checkRevisit && !f.cfg.allowRevisit {
 			delete(f.pushed, r.visitKey)
 		}
 	}
-	// The batch is done with: its requests were only kept to report.
 	f.mu.Unlock()
 	if err != nil {
-		return
+		return err
 	}
 	for i, r := range b.reqs {
 		if !pushed[i] {
 			verr := &AlreadyVisitedError{Destination: r.URL}
 			r.err = verr
-			f.c.logRefusal(r, verr)
-			f.c.reportRejection(r, verr)
+			f.c.refuse(r, verr)
 		}
 	}
+	return nil
 }
 
 // retry releases req's entry with a not-before time: the waiting retry holds
@@ -508,6 +526,9 @@ func (f *queueFrontier) retry(ctx context.Context, req *Request, notBefore time.
 // done removes a finished request from the look-ahead counts; f.mu is held.
 func (f *queueFrontier) done(req *Request) {
 	f.inflight--
+	if f.streak > 0 {
+		f.streak--
+	}
 	h := req.aheadHost
 	if f.held[h] > hostAhead {
 		f.surplus--
@@ -521,10 +542,18 @@ func (f *queueFrontier) done(req *Request) {
 func (f *queueFrontier) count(req *Request) {
 	h := req.URL.Host
 	req.aheadHost = h
-	if f.held[h] >= hostAhead {
+	extra := f.held[h] >= hostAhead
+	if extra {
 		f.surplus++
 	}
 	f.held[h]++
+	switch {
+	case f.inflight <= f.base:
+	case extra:
+		f.streak++
+	default:
+		f.streak = 0
+	}
 }
 
 // room reports whether another entry may be leased: always up to base,
@@ -536,17 +565,22 @@ func (f *queueFrontier) room() bool {
 	if len(f.buf) > 0 || f.inflight < f.base {
 		return true
 	}
-	return f.inflight < f.limit && f.surplus < f.surplusBudget()
+	return f.inflight < f.limit && f.surplus < f.surplusBudget() && f.streak < f.streakLimit()
 }
+
+// streakLimit is how many surplus entries in a row end leasing beyond
+// base: more when more hosts have work, since a lease then has to pass
+// over more of their entries to find the one host that needs another.
+func (f *queueFrontier) streakLimit() int { return max(f.base, 4*len(f.held)) }
 
 // leaseSize is how many entries the next Lease asks for.
 func (f *queueFrontier) leaseSize() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	room := f.base - f.inflight
-	if budget := f.surplusBudget() - f.surplus; budget > 0 {
-		// Each entry adds at most one to surplus, so the batch cannot
-		// overshoot the budget.
+	if budget := min(f.surplusBudget()-f.surplus, f.streakLimit()-f.streak); budget > 0 {
+		// Each entry adds at most one to surplus and to streak, so the
+		// batch cannot overshoot either.
 		room = max(room, min(f.limit-f.inflight, budget))
 	}
 	return min(max(room, 1), leaseBatch)
@@ -920,20 +954,28 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 		f.signal()
 		return
 	}
-	f.flushLinks(ctx, req)
-	if ok && req.lostChild.Load() {
+	links := f.takeLinks(req)
+	f.mu.Lock()
+	delete(f.leased, id)
+	f.done(req)
+	queued := ok && !f.closed && !req.lostChild.Load()
+	if queued {
+		// The acker stores its links, then acknowledges it, together
+		// with the other pages finished meanwhile.
+		f.acks = append(f.acks, ackEntry{id: id, req: req, links: links})
+	}
+	f.mu.Unlock()
+	if !queued && links != nil {
+		if err := f.storeLinks(ctx, links); err != nil {
+			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(links.data), "err", err)
+			req.lostChild.Store(true)
+		}
+	}
+	if !queued && ok && req.lostChild.Load() {
 		ok = false
 		f.c.logger.Warn("releasing a page whose links could not be stored; it will be fetched again",
 			"url", urlString(req), "request_id", req.ID)
 	}
-	f.mu.Lock()
-	delete(f.leased, id)
-	f.done(req)
-	queued := ok && !f.closed
-	if queued {
-		f.acks = append(f.acks, ackEntry{id: id, req: req})
-	}
-	f.mu.Unlock()
 	if queued {
 		select {
 		case f.ackWake <- struct{}{}:
@@ -1005,12 +1047,15 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		if n == 0 {
 			return
 		}
+		ids = f.storeBatchLinks(ctx, batch, ids)
 		var req *Request
 		if n == 1 {
 			req = batch[0].req
 		}
-		if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.q.Ack(ctx, ids...) }); err != nil {
-			f.c.logger.Warn("acknowledging queue entries", "entries", n, "err", err)
+		if len(ids) > 0 {
+			if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.q.Ack(ctx, ids...) }); err != nil {
+				f.c.logger.Warn("acknowledging queue entries", "entries", len(ids), "err", err)
+			}
 		}
 		f.mu.Lock()
 		f.acking -= n
@@ -1018,6 +1063,38 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		f.mu.Unlock()
 		f.signal()
 	}
+}
+
+// storeBatchLinks stores the links of a batch of finished pages in one
+// round trip and returns the lease IDs to acknowledge: all of them, or,
+// when the storage would not take the links, those of the pages without
+// links (the others are released, so that their callbacks run again).
+func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string) []string {
+	var all linkBatch
+	for _, a := range batch {
+		if a.links != nil {
+			all.data = append(all.data, a.links.data...)
+			all.reqs = append(all.reqs, a.links.reqs...)
+		}
+	}
+	if len(all.data) == 0 {
+		return ids
+	}
+	err := f.storeLinks(ctx, &all)
+	if err == nil {
+		return ids
+	}
+	f.c.logger.Warn("storing the links of finished pages; they will be fetched again", "pages", len(batch), "links", len(all.data), "err", err)
+	ids = ids[:0]
+	for _, a := range batch {
+		if a.links == nil {
+			ids = append(ids, a.id)
+			continue
+		}
+		a.req.lostChild.Store(true)
+		f.settle(ctx, a.id, a.req, false)
+	}
+	return ids
 }
 
 // renewLoop renews every lease the run holds, every third of the lease

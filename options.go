@@ -184,10 +184,11 @@ func MaxParked(n int) CollectorOption {
 // RunQueue) holds leased and unfinished (default DefaultQueueLookahead,
 // 512). Without look-ahead, the entries at the head of the queue, all for a
 // few hosts waiting out their Delay, would leave the other hosts idle; with
-// it the run leases on until every host that may start has work, and stops
-// growing once the entries it finds are for hosts that have enough (a
-// frontier dominated by one host holds about 2 entries per thread ahead, as
-// before). Held entries are renewed every third of their lease, so none
+// it the run leases on while the entries it finds are for hosts that have
+// too little work, and stops once they keep finding hosts that have enough
+// (a frontier dominated by one host holds about 4 entries per thread; a
+// consumer sharing a queue with others takes no more than it can start
+// soon). Held entries are renewed every third of their lease, so none
 // expires while it waits. The look-ahead beyond 2 per thread needs a queue
 // storage that renews leases (storage.LeaseRenewer: the in-memory queue,
 // sqlitestore and redisstore do). n <= 0 keeps the default.

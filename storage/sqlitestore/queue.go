@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -33,11 +34,7 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 				return storage.ErrQueueFull
 			}
 		}
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO queue (data) VALUES (?)")
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+		stmt := tx.StmtContext(ctx, s.insertQueue)
 		for _, d := range data {
 			if d == nil {
 				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
@@ -54,6 +51,15 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	s.wake.signal()
 	return nil
 }
+
+// leaseQuery leases up to ?5 ready entries, oldest first: ?1 lease end,
+// ?2 token, ?3 owner, ?4 now.
+const leaseQuery = `UPDATE queue
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	WHERE seq IN (SELECT seq FROM queue
+		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
+		ORDER BY seq LIMIT ?5)
+	RETURNING seq, data, deliveries`
 
 // Lease hands out up to n ready entries, oldest first, for ttl. An entry is
 // ready when its not-before time has passed and it is not leased, or its
@@ -77,12 +83,7 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	var out []leased
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE queue
-			SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
-			WHERE seq IN (SELECT seq FROM queue
-				WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
-				ORDER BY seq LIMIT ?5)
-			RETURNING seq, data, deliveries`,
+		rows, err := tx.StmtContext(ctx, s.leaseReady).QueryContext(ctx,
 			nowNs+ttl.Nanoseconds(), token, s.owner, nowNs, n)
 		if err != nil {
 			return err
@@ -141,11 +142,7 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	var unknown []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		unknown = unknown[:0]
-		stmt, err := tx.PrepareContext(ctx, "DELETE FROM queue WHERE seq = ? AND lease_token = ?")
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+		stmt := tx.StmtContext(ctx, s.ackEntry)
 		for _, id := range ids {
 			seq, token, ok := parseLeaseID(id)
 			if !ok {
@@ -360,29 +357,15 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		seen := make(map[int64]bool, len(keys))
-		for chunk := range slices.Chunk(keys, visitedChunk) {
-			q := "SELECT id FROM visited WHERE id IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
-			args := make([]any, len(chunk))
-			for i, k := range chunk {
-				args[i] = int64(k)
-			}
-			rows, err := tx.QueryContext(ctx, q, args...)
-			if err != nil {
+		lookup := tx.StmtContext(ctx, s.isVisited)
+		for _, k := range keys {
+			var one int
+			switch err := lookup.QueryRowContext(ctx, int64(k)).Scan(&one); {
+			case err == nil:
+				seen[int64(k)] = true
+			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				seen[id] = true
-			}
-			if err := rows.Err(); err != nil {
-				rows.Close()
-				return err
-			}
-			rows.Close()
 		}
 		n = 0
 		for i, k := range keys {
@@ -403,11 +386,7 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 				return storage.ErrQueueFull
 			}
 		}
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO queue (data) VALUES (?)")
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+		stmt := tx.StmtContext(ctx, s.insertQueue)
 		for i, d := range data {
 			if !pushed[i] {
 				continue

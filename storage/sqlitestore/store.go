@@ -87,6 +87,41 @@ type Store struct {
 	closed  atomic.Bool
 	closeMu sync.Mutex // serialises Close
 	wake    waker
+	// Statements of the queue's hot path, prepared once: compiling them in
+	// every transaction cost more than running them.
+	insertQueue, ackEntry, isVisited, leaseReady, addVisited, getCookies *sql.Stmt
+}
+
+// prepare compiles the hot-path statements. Transactions use them through
+// Tx.StmtContext, which runs them on the Store's one connection as they are.
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&s.insertQueue, "INSERT INTO queue (data) VALUES (?)"},
+		{&s.ackEntry, "DELETE FROM queue WHERE seq = ? AND lease_token = ?"},
+		{&s.isVisited, "SELECT 1 FROM visited WHERE id = ?"},
+		{&s.leaseReady, leaseQuery},
+		{&s.addVisited, "INSERT INTO visited (id) VALUES (?) ON CONFLICT DO NOTHING"},
+		{&s.getCookies, "SELECT data FROM cookies WHERE host = ?"},
+	} {
+		st, err := s.db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return err
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+// closeStmts closes the prepared statements.
+func (s *Store) closeStmts() {
+	for _, st := range []*sql.Stmt{s.insertQueue, s.ackEntry, s.isVisited, s.leaseReady, s.addVisited, s.getCookies} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
 }
 
 // Open opens (creating if needed) the SQLite file at path and brings its
@@ -127,6 +162,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	if err := s.register(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.closeStmts()
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
@@ -216,6 +256,7 @@ func (s *Store) Close() error {
 	})
 	s.closed.Store(true)
 	s.wake.stop()
+	s.closeStmts()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}

@@ -54,6 +54,24 @@ func (s *Store) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
 		return out, nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if len(ids) <= smallVisitedBatch {
+			// The prepared one-row INSERT, once per ID: cheaper than
+			// compiling a multi-row statement for a few IDs. A repeated
+			// ID is added by its first occurrence only.
+			stmt := tx.StmtContext(ctx, s.addVisited)
+			for i, id := range ids {
+				res, err := stmt.ExecContext(ctx, int64(id))
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				out[i] = n == 1
+			}
+			return nil
+		}
 		// One multi-row INSERT per chunk: RETURNING lists the IDs this
 		// statement inserted, which are exactly the ones this call added.
 		added := make(map[int64]bool, len(ids))
@@ -94,6 +112,10 @@ func (s *Store) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
 	}
 	return out, nil
 }
+
+// smallVisitedBatch is the most IDs AddVisited inserts one statement at a
+// time; larger batches go in multi-row statements.
+const smallVisitedBatch = 64
 
 // RemoveVisited implements storage.VisitedSet; absent IDs are ignored.
 func (s *Store) RemoveVisited(ctx context.Context, ids ...uint64) error {
@@ -139,7 +161,7 @@ func (s *Store) GetCookies(ctx context.Context, u *url.URL) (string, error) {
 		return "", err
 	}
 	var stored string
-	err := s.db.QueryRowContext(ctx, "SELECT data FROM cookies WHERE host = ?", storage.CookieHost(u)).Scan(&stored)
+	err := s.getCookies.QueryRowContext(ctx, storage.CookieHost(u)).Scan(&stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
