@@ -1,0 +1,2 @@
+// Package render downloads pages with a headless browser.
+package render
