@@ -147,6 +147,8 @@ type shared struct {
 	redirectHandler func(req *http.Request, via []*http.Request) error
 	// creds are the hosts the user's credential headers may go to.
 	creds credentialScope
+	// fetchers holds the Fetcher (SetFetcher) and the runs using it.
+	fetchers fetcherHub
 }
 
 var collectorIDs atomic.Uint32

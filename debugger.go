@@ -75,4 +75,5 @@ const (
 	evXML             = debug.EventXML
 	evError           = debug.EventError
 	evScraped         = debug.EventScraped
+	evFetch           = debug.EventFetch
 )

@@ -488,7 +488,7 @@ func isTimeout(err error) bool {
 }
 
 // fetch is the download stage of one request: OnRequest, cache, OnRequestHeaders,
-// the HTTP exchange, OnResponseHeaders and the body. It never fails outright;
+// the HTTP exchange (or the Fetcher's, see send), OnResponseHeaders and the body. It never fails outright;
 // the error travels in the Response to the analyzer.
 func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req *Request) *Response {
 	resp := &Response{Request: req, Ctx: req.Ctx}
@@ -579,7 +579,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 			return resp
 		}
 	}
-	f, err := c.roundTrip(hctx, cfg, req, req.Method)
+	f, err := c.send(hctx, cfg, req)
 	if f != nil {
 		req.ProxyURL = f.proxyURL
 		result.Latency = f.latency

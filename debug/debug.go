@@ -27,6 +27,9 @@ const (
 	EventError = "error"
 	// EventScraped is sent after a page's callbacks have all run.
 	EventScraped = "scraped"
+	// EventFetch is sent when a Fetcher (such as a headless browser) has
+	// downloaded a request in place of the HTTP client, or failed to.
+	EventFetch = "fetch"
 )
 
 // Debugger receives a collector's events.

@@ -52,6 +52,11 @@ type run[Req, Resp, Item any] struct {
 	leftMu sync.Mutex // guards left
 	left   Leftovers[Req, Resp, Item]
 
+	afterMu sync.Mutex // guards afterFns and afterRan
+	// afterFns are the AfterStop functions, run once the run is shut down.
+	afterFns []func()
+	afterRan bool
+
 	stats stats
 }
 

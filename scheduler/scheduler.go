@@ -194,9 +194,42 @@ func (s *Scheduler[Req, Resp, Item]) stop(r *run[Req, Resp, Item]) error {
 	s.mu.Unlock()
 
 	r.shutdown()
+	r.runAfterStop()
 	s.set(StatusStopped)
 	close(r.done)
 	return nil
+}
+
+// AfterStop registers f to run once the current run has stopped: after
+// every worker has exited (no module call is running or will start), before
+// Stop returns, whoever stopped the run (Stop or its context). Functions run
+// in the order registered, on the goroutine that stops the run; f must not
+// call Stop. AfterStop reports false, and does not keep f, when there is no
+// run (before Init) or the run has already stopped. Safe for concurrent use, also from
+// inside a module.
+func (s *Scheduler[Req, Resp, Item]) AfterStop(f func()) bool {
+	r := s.run.Load()
+	if r == nil || f == nil {
+		return false
+	}
+	r.afterMu.Lock()
+	defer r.afterMu.Unlock()
+	if r.afterRan {
+		return false
+	}
+	r.afterFns = append(r.afterFns, f)
+	return true
+}
+
+// runAfterStop runs the AfterStop functions once.
+func (r *run[Req, Resp, Item]) runAfterStop() {
+	r.afterMu.Lock()
+	fns := r.afterFns
+	r.afterFns, r.afterRan = nil, true
+	r.afterMu.Unlock()
+	for _, f := range fns {
+		f()
+	}
 }
 
 // Errors returns the channel every stage reports to, as *StageError values;

@@ -20,6 +20,10 @@ type expectation struct {
 	// env names variables the example needs; without them it is skipped
 	// locally, and fails in CI (CI=true).
 	env []string
+	// browser marks an example that needs Chromium (or Chrome) on PATH:
+	// without one it is skipped locally, and fails when
+	// MAGPIE_REQUIRE_CHROMIUM=1 (as .ci/run sets).
+	browser bool
 }
 
 var examples = map[string]expectation{
@@ -50,6 +54,18 @@ var examples = map[string]expectation{
 	"sitemap":        {want: []string{`/product/sneakers: sneakers\n`, `/product/beret: beret\n`, `pages: 6\n`}, reject: []string{`error:`}},
 	"sqlite_resume":  {want: []string{`total: 30 distinct pages of 30, 0 fetched more than once`}},
 	"redis_backend":  {want: []string{`all workers done; the shared queue is empty`}, env: []string{"MAGPIE_REDIS_ADDR"}},
+	"javascript": {want: []string{`rendered 200 /catalogue\n`, `product: Blue kettle\n`, `product: Oak spoon\n`, `http +200 /product/1\n`,
+		`price of 1: 110\.50 EUR\n`}, reject: []string{`error:`, `rendered 200 /product`}, browser: true},
+}
+
+// haveBrowser reports whether a browser the render package finds is on PATH.
+func haveBrowser() bool {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TestExamplesRun builds every example and runs it without arguments, which
@@ -98,6 +114,12 @@ func TestExamplesRun(t *testing.T) {
 					}
 					t.Skipf("%s not set; .ci/run sets it", v)
 				}
+			}
+			if exp.browser && !haveBrowser() {
+				if os.Getenv("MAGPIE_REQUIRE_CHROMIUM") == "1" {
+					t.Fatal("MAGPIE_REQUIRE_CHROMIUM=1 but no chromium on PATH")
+				}
+				t.Skip("no chromium on PATH; .ci/run installs it")
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
