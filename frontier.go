@@ -260,13 +260,11 @@ type queueFrontier struct {
 	// after the storage granted entries. Only the feeder (next) uses it.
 	reclaim bool
 
-	// bgOnce starts the background goroutines (lease renewal and batched
-	// acknowledgements) on the first next; close stops them.
+	// bgOnce starts the lease renewal goroutine on the first next; close
+	// stops it.
 	bgOnce    sync.Once
-	bgCancel  context.CancelFunc
 	stopRenew context.CancelFunc
 	bgWG      sync.WaitGroup
-	ackWake   chan struct{}
 
 	// mu guards the fields below.
 	mu     sync.Mutex
@@ -290,11 +288,12 @@ type queueFrontier struct {
 	held    map[string]int
 	surplus int
 	streak  int
-	// acks are finished entries whose acknowledgement the acker has not
-	// sent yet; acking counts those it is sending.
+	// acks are finished entries not acknowledged yet; acking counts those
+	// being sent (their IDs in ackingIDs).
 	acks      []ackEntry
 	acking    int
 	ackingIDs []string
+	flushing  bool // a combineAcks is sending acks
 	closed    bool
 	// pushed holds the visited keys of links this run pushed and has not
 	// leased yet. Links are marked visited only when leased (see
@@ -324,7 +323,7 @@ type linkBatch struct {
 
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
 	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), base: 2 * workers, limit: 2 * workers,
-		wake: make(chan struct{}, 1), ackWake: make(chan struct{}, 1), leased: map[string]*Request{},
+		wake: make(chan struct{}, 1), leased: map[string]*Request{},
 		held: map[string]int{}, pushed: map[uint64]struct{}{}}
 	if _, ok := q.(storage.LeaseRenewer); ok {
 		f.limit = max(f.base, cfg.lookahead())
@@ -409,10 +408,12 @@ func (req *Request) batchingLinks() bool {
 // released and its callbacks find the links again.
 func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
 	if b := f.takeLinks(req); b != nil {
-		if err := f.storeLinks(ctx, b); err != nil {
+		refused, err := f.storeLinks(ctx, b)
+		if err != nil {
 			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(b.data), "err", err)
 			req.lostChild.Store(true)
 		}
+		f.reportVisited(refused)
 	}
 }
 
@@ -435,7 +436,7 @@ func (f *queueFrontier) takeLinks(req *Request) *linkBatch {
 // together (storage.PushUnvisited). A link found visited is refused
 // (OnRefused) as Visit would have refused it. Links that skip the visited
 // check (AllowURLRevisit, Retry copies) are pushed as they are.
-func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) error {
+func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused []*Request, _ error) {
 	var checked, plain []int
 	for i, r := range b.reqs {
 		if r.checkRevisit && !f.cfg.allowRevisit {
@@ -484,16 +485,25 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) error {
 	}
 	f.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, r := range b.reqs {
 		if !pushed[i] {
-			verr := &AlreadyVisitedError{Destination: r.URL}
-			r.err = verr
-			f.c.refuse(r, verr)
+			refused = append(refused, r)
 		}
 	}
-	return nil
+	return refused, nil
+}
+
+// reportVisited refuses links found visited when they were stored, as
+// Visit would have refused them. It runs user callbacks (OnRefused), so it
+// is called with no frontier state in the middle of a change.
+func (f *queueFrontier) reportVisited(refused []*Request) {
+	for _, r := range refused {
+		verr := &AlreadyVisitedError{Destination: r.URL}
+		r.err = verr
+		f.c.refuse(r, verr)
+	}
 }
 
 // retry releases req's entry with a not-before time: the waiting retry holds
@@ -940,7 +950,7 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 }
 
 // finish stores the links req's callbacks found, then acknowledges its
-// entry (batched with other finished entries, see ackLoop), or releases it
+// entry (batched with other finished entries, see combineAcks), or releases it
 // when the run stopped before it could finish. A released entry keeps its
 // admission (its visited mark stays, see run.finish), which its next
 // delivery takes over. A request whose callbacks found a link the storage
@@ -960,13 +970,16 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 	f.done(req)
 	queued := ok && !f.closed && !req.lostChild.Load()
 	if queued {
-		// The acker stores its links, then acknowledges it, together
-		// with the other pages finished meanwhile.
+		// Its links are stored, then it is acknowledged, together with
+		// the other pages finished meanwhile (see combineAcks).
 		f.acks = append(f.acks, ackEntry{id: id, req: req, links: links})
 	}
 	f.mu.Unlock()
+	var refused []*Request
 	if !queued && links != nil {
-		if err := f.storeLinks(ctx, links); err != nil {
+		var err error
+		refused, err = f.storeLinks(ctx, links)
+		if err != nil {
 			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(links.data), "err", err)
 			req.lostChild.Store(true)
 		}
@@ -977,58 +990,56 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 			"url", urlString(req), "request_id", req.ID)
 	}
 	if queued {
-		select {
-		case f.ackWake <- struct{}{}:
-		default:
-		}
+		f.combineAcks(ctx)
 	} else {
 		f.settle(ctx, id, req, ok)
+		f.reportVisited(refused)
 	}
 	f.signal()
+}
+
+// combineAcks acknowledges the finished entries waiting, unless another
+// goroutine is already doing so: that one takes them with its next batch.
+// So a busy run makes one round trip for the pages that finished while
+// the previous one was on its way, an idle one acknowledges at once, and
+// no goroutine of its own is needed.
+func (f *queueFrontier) combineAcks(ctx context.Context) {
+	for {
+		f.mu.Lock()
+		if f.flushing || len(f.acks) == 0 {
+			f.mu.Unlock()
+			return
+		}
+		f.flushing = true
+		f.mu.Unlock()
+		refused := f.flushAcks(ctx)
+		f.mu.Lock()
+		f.flushing = false
+		f.mu.Unlock()
+		f.reportVisited(refused)
+		// Entries added after flushAcks found none left, while flushing
+		// was still set, are taken by the next turn of the loop.
+	}
 }
 
 // maxAckBatch is the most entries one Ack call acknowledges.
 const maxAckBatch = 512
 
-// startBackground starts the goroutines that acknowledge finished entries
-// in batches and renew the leases the run holds. close stops them.
+// startBackground starts the goroutine that renews the leases the run
+// holds. close stops it.
 func (f *queueFrontier) startBackground() {
-	ackCtx, cancel := context.WithCancel(context.Background())
-	f.bgCancel = cancel
-	renewCtx, stopRenew := context.WithCancel(ackCtx)
-	f.stopRenew = stopRenew
-	f.bgWG.Go(func() { f.ackLoop(ackCtx) })
-	if _, ok := f.q.(storage.LeaseRenewer); ok {
-		f.bgWG.Go(func() { f.renewLoop(renewCtx) })
+	if _, ok := f.q.(storage.LeaseRenewer); !ok {
+		return
 	}
-}
-
-// ackLoop acknowledges finished entries: all those that finished while the
-// previous Ack was on its way go in the next one, so a busy run makes one
-// round trip for many pages and an idle one acknowledges at once. It
-// returns once the frontier is closed and every entry is acknowledged, or
-// when ctx ends.
-func (f *queueFrontier) ackLoop(ctx context.Context) {
-	for {
-		f.flushAcks(ctx)
-		f.mu.Lock()
-		done := f.closed && len(f.acks) == 0
-		f.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-f.ackWake:
-		case <-ctx.Done():
-			return
-		}
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.stopRenew = cancel
+	f.bgWG.Go(func() { f.renewLoop(ctx) })
 }
 
 // flushAcks sends the acknowledgements waiting, retrying a failing storage
 // until ctx ends. An entry that cannot be acknowledged stays leased and
 // comes back when its lease expires: a duplicate, never a loss.
-func (f *queueFrontier) flushAcks(ctx context.Context) {
+func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 	for {
 		f.mu.Lock()
 		n := min(len(f.acks), maxAckBatch)
@@ -1045,9 +1056,11 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		f.ackingIDs = ids
 		f.mu.Unlock()
 		if n == 0 {
-			return
+			return refused
 		}
-		ids = f.storeBatchLinks(ctx, batch, ids)
+		var seen []*Request
+		ids, seen = f.storeBatchLinks(ctx, batch, ids)
+		refused = append(refused, seen...)
 		var req *Request
 		if n == 1 {
 			req = batch[0].req
@@ -1059,7 +1072,7 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 		}
 		f.mu.Lock()
 		f.acking -= n
-		f.ackingIDs = nil // ackLoop is the only sender: these were all
+		f.ackingIDs = nil // one flush at a time (combineAcks): these were all
 		f.mu.Unlock()
 		f.signal()
 	}
@@ -1069,7 +1082,7 @@ func (f *queueFrontier) flushAcks(ctx context.Context) {
 // round trip and returns the lease IDs to acknowledge: all of them, or,
 // when the storage would not take the links, those of the pages without
 // links (the others are released, so that their callbacks run again).
-func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string) []string {
+func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string) ([]string, []*Request) {
 	var all linkBatch
 	for _, a := range batch {
 		if a.links != nil {
@@ -1078,11 +1091,11 @@ func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, i
 		}
 	}
 	if len(all.data) == 0 {
-		return ids
+		return ids, nil
 	}
-	err := f.storeLinks(ctx, &all)
+	refused, err := f.storeLinks(ctx, &all)
 	if err == nil {
-		return ids
+		return ids, refused
 	}
 	f.c.logger.Warn("storing the links of finished pages; they will be fetched again", "pages", len(batch), "links", len(all.data), "err", err)
 	ids = ids[:0]
@@ -1094,7 +1107,7 @@ func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, i
 		a.req.lostChild.Store(true)
 		f.settle(ctx, a.id, a.req, false)
 	}
-	return ids
+	return ids, nil
 }
 
 // renewLoop renews every lease the run holds, every third of the lease
@@ -1158,26 +1171,14 @@ func (f *queueFrontier) close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	if f.bgCancel != nil {
+	if f.stopRenew != nil {
 		f.stopRenew()
-		select {
-		case f.ackWake <- struct{}{}:
-		default:
-		}
-		acked := make(chan struct{})
-		go func() {
-			f.bgWG.Wait()
-			close(acked)
-		}()
-		t := time.NewTimer(queueStopGrace)
-		select {
-		case <-acked:
-		case <-t.C:
-		}
-		t.Stop()
-		f.bgCancel()
-		<-acked
+		f.bgWG.Wait()
 	}
+	// Finished entries nobody is acknowledging (the workers have exited).
+	ackCtx, cancelAcks := context.WithTimeout(context.Background(), queueStopGrace)
+	f.combineAcks(ackCtx)
+	cancelAcks()
 	f.mu.Lock()
 	leased := f.leased
 	f.leased = map[string]*Request{}

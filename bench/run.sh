@@ -215,7 +215,7 @@ storage_scenario() {
 	# frontier grows: leaves are leased only once every hub has been.
 	start_site -frontier $((FRONTIER + FRONTIER / 20)) -hub-links $((FRONTIER / 200 > 0 ? FRONTIER / 200 : 1))
 	for run in $(seq "$MEM_RUNS"); do
-		for impl in magpie-frontier-sqlite magpie-frontier-mem; do
+		for impl in magpie-frontier-sqlite magpie-frontier-mem ${OLD_REF:+magpie-frontier-sqlite@old magpie-frontier-mem@old}; do
 			crawl storage "hubs→${FRONTIER} URLs P=$frontier_p" 0 "$run" "$impl" -p "$frontier_p" -frontier "$FRONTIER"
 		done
 	done

@@ -15,9 +15,12 @@
 // leases entries, decodes them, admits them like any Visit (domains, depth,
 // robots, visited set, MaxRequests) and fetches them with Threads download
 // workers. Requests that callbacks discover (e.Request.Visit) are pushed into
-// the same Storage, so a shared Storage sees every link. An entry is
-// acknowledged when its request is done — fetched, refused or failed — and
-// released back to the Storage when the run stops first. Run returns when the
+// the same Storage, so a shared Storage sees every link: a page's links in
+// one batch when the page is done. An entry is acknowledged when its request
+// is done — fetched, refused or failed — and released back to the Storage
+// when the run stops first. The run leases ahead of its threads, by host, so
+// that hosts waiting out a Delay do not leave the others idle, and renews the
+// leases it holds (see magpie.QueueLookahead). Run returns when the
 // Storage is empty and nothing is in flight, after Stop, or when its context
 // is done. An entry that does not decode is reported (OnError and Run's
 // error) and counted, never skipped silently.
