@@ -870,25 +870,30 @@ func (f *queueFrontier) reclaimLost(ctx context.Context) error {
 		f.reclaim = false
 		return nil
 	}
-	f.mu.Lock()
-	held := make([]string, 0, len(f.leased)+len(f.buf))
-	for id := range f.leased {
-		held = append(held, id)
-	}
-	for _, e := range f.buf {
-		held = append(held, e.ID)
-	}
-	// Finished entries are still ours until their Ack is through.
-	for _, a := range f.acks {
-		held = append(held, a.id)
-	}
-	held = append(held, f.ackingIDs...)
-	f.mu.Unlock()
-	if err := r.ReleaseUnheld(ctx, held); err != nil {
+	if err := r.ReleaseUnheld(ctx, f.heldIDs()); err != nil {
 		return err
 	}
 	f.reclaim = false
 	return nil
+}
+
+// heldIDs lists the leases the run holds: entries handed out and not
+// finished, leased in a batch and not handed out yet, and finished but not
+// acknowledged yet (they are ours until their Ack is through).
+func (f *queueFrontier) heldIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.leased)+len(f.buf)+len(f.acks)+len(f.ackingIDs))
+	for id := range f.leased {
+		ids = append(ids, id)
+	}
+	for _, e := range f.buf {
+		ids = append(ids, e.ID)
+	}
+	for _, a := range f.acks {
+		ids = append(ids, a.id)
+	}
+	return append(ids, f.ackingIDs...)
 }
 
 // admitLeased admits a leased request, retrying while the visited set
@@ -1122,19 +1127,7 @@ func (f *queueFrontier) renewLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		f.mu.Lock()
-		ids := make([]string, 0, len(f.leased)+len(f.buf)+len(f.acks))
-		for id := range f.leased {
-			ids = append(ids, id)
-		}
-		for _, e := range f.buf {
-			ids = append(ids, e.ID)
-		}
-		for _, a := range f.acks {
-			ids = append(ids, a.id)
-		}
-		ids = append(ids, f.ackingIDs...)
-		f.mu.Unlock()
+		ids := f.heldIDs()
 		if len(ids) == 0 {
 			continue
 		}

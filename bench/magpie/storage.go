@@ -137,7 +137,7 @@ func crawlQueueSQLite(ctx context.Context, cfg harness.Config, n *harness.Counte
 		return err
 	}
 	defer st.Close()
-	return crawlQueueOn(ctx, cfg, n, st, st)
+	return crawlQueueOn(ctx, cfg, n, st, st, cfg.Seed)
 }
 
 // crawlQueueRedis is crawlMagpieQueue with one redisstore.Store (at -redis,
@@ -154,12 +154,12 @@ func crawlQueueRedis(ctx context.Context, cfg harness.Config, n *harness.Counter
 		return fmt.Errorf("clearing the crawl's keys in Redis at %s: %w", *redisAddr, err)
 	}
 	defer func() { _ = st.Clear(context.WithoutCancel(ctx)) }()
-	return crawlQueueOn(ctx, cfg, n, st, st)
+	return crawlQueueOn(ctx, cfg, n, st, st, cfg.Seed)
 }
 
 // crawlQueueOn runs queue.New(P, qs) with visited as the collector's
-// visited set, from the seed until the queue is empty.
-func crawlQueueOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs storage.Queue, visited storage.Storage) error {
+// visited set, from seed (none when empty) until the queue is empty.
+func crawlQueueOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs storage.Queue, visited storage.Storage, seed string) error {
 	c, err := newMagpie(ctx, cfg, n)
 	if err != nil {
 		return err
@@ -171,8 +171,10 @@ func crawlQueueOn(ctx context.Context, cfg harness.Config, n *harness.Counters, 
 	if err != nil {
 		return err
 	}
-	if err := q.AddURL(cfg.Seed); err != nil {
-		return err
+	if seed != "" {
+		if err := q.AddURL(seed); err != nil {
+			return err
+		}
 	}
 	if err := q.RunContext(ctx, c); err != nil {
 		return err
@@ -293,16 +295,5 @@ func redisWorker(ctx context.Context, cfg harness.Config, n *harness.Counters) e
 		return err
 	}
 	defer st.Close()
-	c, err := newMagpie(ctx, cfg, n)
-	if err != nil {
-		return err
-	}
-	if err := c.SetStorage(st); err != nil {
-		return err
-	}
-	q, err := queue.New(cfg.P, st)
-	if err != nil {
-		return err
-	}
-	return q.RunContext(ctx, c)
+	return crawlQueueOn(ctx, cfg, n, st, st, "")
 }
