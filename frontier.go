@@ -499,11 +499,25 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused [
 // Visit would have refused them. It runs user callbacks (OnRefused), so it
 // is called with no frontier state in the middle of a change.
 func (f *queueFrontier) reportVisited(refused []*Request) {
-	for _, r := range refused {
-		verr := &AlreadyVisitedError{Destination: r.URL}
-		r.err = verr
-		f.c.refuse(r, verr)
+	if len(refused) == 0 {
+		return
 	}
+	report := func() {
+		for _, r := range refused {
+			verr := &AlreadyVisitedError{Destination: r.URL}
+			r.err = verr
+			f.c.logRefusal(r, verr)
+			f.c.reportRejection(r, verr)
+		}
+	}
+	if f.cfg.async || len(f.c.snapshotCallbacks().refused) == 0 {
+		// No OnRefused to run, or nothing in it can make Visit wait: the
+		// sync-mode callback mark (a goroutine-ID lookup) is not needed.
+		report()
+		return
+	}
+	// One mark for the batch: most links of a page are visited already.
+	f.c.withCallbackMark(report)
 }
 
 // retry releases req's entry with a not-before time: the waiting retry holds
