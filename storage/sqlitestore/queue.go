@@ -52,6 +52,51 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	return nil
 }
 
+// visitedAmong returns the keys that are in the visited set: a few with the
+// prepared one-key lookup, many with one IN query per chunk (the per-query
+// cost of database/sql would dominate a page with thousands of links).
+func visitedAmong(ctx context.Context, tx *sql.Tx, lookup *sql.Stmt, keys []uint64) (map[int64]bool, error) {
+	seen := make(map[int64]bool, len(keys))
+	if len(keys) <= smallVisitedBatch {
+		st := tx.StmtContext(ctx, lookup)
+		for _, k := range keys {
+			var one int
+			switch err := st.QueryRowContext(ctx, int64(k)).Scan(&one); {
+			case err == nil:
+				seen[int64(k)] = true
+			case !errors.Is(err, sql.ErrNoRows):
+				return nil, err
+			}
+		}
+		return seen, nil
+	}
+	for chunk := range slices.Chunk(keys, visitedChunk) {
+		q := "SELECT id FROM visited WHERE id IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = int64(k)
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			seen[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return seen, nil
+}
+
 // leaseQuery leases up to ?5 ready entries, oldest first: ?1 lease end,
 // ?2 token, ?3 owner, ?4 now.
 const leaseQuery = `UPDATE queue
@@ -356,16 +401,9 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		seen := make(map[int64]bool, len(keys))
-		lookup := tx.StmtContext(ctx, s.isVisited)
-		for _, k := range keys {
-			var one int
-			switch err := lookup.QueryRowContext(ctx, int64(k)).Scan(&one); {
-			case err == nil:
-				seen[int64(k)] = true
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
+		seen, err := visitedAmong(ctx, tx, s.isVisited, keys)
+		if err != nil {
+			return err
 		}
 		n = 0
 		for i, k := range keys {
