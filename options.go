@@ -168,7 +168,8 @@ func SortQueryKeys() CollectorOption {
 
 // MaxParked bounds how many requests may wait in the politeness gate for
 // their host's turn (default: 4 per download worker, counting MaxWorkers
-// when the pool follows the limits, and at least 256). Parked
+// when the pool follows the limits, and at least 256; in a queue run at
+// least QueueLookahead). Parked
 // requests hold no worker; when the gate is full, requests stay in the
 // frontier (or the queue storage) until one leaves, so memory stays bounded
 // when one slow host dominates the crawl. n <= 0 keeps the default.

@@ -175,15 +175,19 @@ func (r *run[Req, Resp, Item]) shutdown() {
 	r.leaveResponses(r.resps.Close()...)
 	r.leaveItems(r.items.Close()...)
 
-	r.errMu.Lock()
-	r.errsClosed = true
-	close(r.errs)
-	r.errMu.Unlock()
-
 	if r.pending.load() != 0 {
 		r.stoppedBusy.Store(true)
 	}
 	r.pending.reset()
+}
+
+// closeErrors closes the error channel: the last step of stopping, so that a
+// caller who waits for it to close finds the run stopped.
+func (r *run[Req, Resp, Item]) closeErrors() {
+	r.errMu.Lock()
+	r.errsClosed = true
+	close(r.errs)
+	r.errMu.Unlock()
 }
 
 func (r *run[Req, Resp, Item]) leaveRequests(v ...Req) {

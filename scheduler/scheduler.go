@@ -196,6 +196,7 @@ func (s *Scheduler[Req, Resp, Item]) stop(r *run[Req, Resp, Item]) error {
 	r.shutdown()
 	r.runAfterStop()
 	s.set(StatusStopped)
+	r.closeErrors()
 	close(r.done)
 	return nil
 }
