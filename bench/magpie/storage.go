@@ -144,17 +144,33 @@ func crawlQueueSQLite(ctx context.Context, cfg harness.Config, n *harness.Counte
 // under a new key prefix, cleared after) as the queue's storage and the
 // visited set: one process of a distributed crawl.
 func crawlQueueRedis(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
-	prefix := "magpie-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	st, err := redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: prefix})
+	st, _, done, err := openFreshRedis(ctx, "")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := st.Clear(ctx); err != nil {
-		return fmt.Errorf("clearing the crawl's keys in Redis at %s: %w", *redisAddr, err)
-	}
-	defer func() { _ = st.Clear(context.WithoutCancel(ctx)) }()
+	defer done()
 	return crawlQueueOn(ctx, cfg, n, st, st, cfg.Seed)
+}
+
+// openFreshRedis opens the Redis store at -redis under prefix (a new one
+// when empty, returned) and clears its keys; done clears them again and
+// closes it.
+func openFreshRedis(ctx context.Context, prefix string) (st *redisstore.Store, _ string, done func(), err error) {
+	if prefix == "" {
+		prefix = "magpie-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	st, err = redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: prefix})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := st.Clear(ctx); err != nil {
+		st.Close()
+		return nil, "", nil, fmt.Errorf("clearing the crawl's keys in Redis at %s: %w", *redisAddr, err)
+	}
+	return st, prefix, func() {
+		_ = st.Clear(context.WithoutCancel(ctx))
+		st.Close()
+	}, nil
 }
 
 // crawlQueueOn runs queue.New(P, qs) with visited as the collector's
@@ -194,19 +210,11 @@ func crawlRedis(ctx context.Context, cfg harness.Config, n *harness.Counters) er
 	if *worker {
 		return redisWorker(ctx, cfg, n)
 	}
-	prefix := *redisPrefix
-	if prefix == "" {
-		prefix = "magpie-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	st, err := redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: prefix})
+	st, prefix, done, err := openFreshRedis(ctx, *redisPrefix)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := st.Clear(ctx); err != nil {
-		return fmt.Errorf("clearing the crawl's keys in Redis at %s: %w", *redisAddr, err)
-	}
-	defer func() { _ = st.Clear(context.WithoutCancel(ctx)) }()
+	defer done()
 	q, err := queue.New(1, st)
 	if err != nil {
 		return err
