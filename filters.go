@@ -252,12 +252,13 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	if req.checkRevisit && !cfg.allowRevisit {
 		var added bool
 		var err error
-		if req.premark != 0 {
+		if req.premark == premarkAdded || req.premark == premarkSeen {
 			// Marked with the rest of its queue Lease batch.
-			added, req.premark = req.premark == premarkAdded, 0
+			added = req.premark == premarkAdded
 		} else {
 			added, err = c.markVisited(ctx, req.visitKey)
 		}
+		req.premark = 0
 		if err == nil && !added && !req.ownsMark {
 			err = &AlreadyVisitedError{Destination: req.URL}
 		} else if err != nil {

@@ -793,7 +793,7 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 		// refused as visited. The other checks run again; they are cheap.
 		req.Depth = max(req.Depth, 1)
 		req.checkRevisit = true
-		req.ownsMark = req.redelivered
+		req.ownsMark = req.redelivered || req.premark == premarkUnknown
 		premarked := req.premark == premarkAdded
 		err := f.admitLeased(ctx, req)
 		if err != nil && premarked && !req.marked {
@@ -829,6 +829,11 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 const (
 	premarkAdded uint8 = 1 + iota
 	premarkSeen
+	// premarkUnknown: the batch's AddVisited failed, and may have set
+	// the marks before its reply was lost. Admission marks the entry
+	// itself and takes an existing mark over (ownsMark): at worst a
+	// duplicate fetch, never an entry refused as visited by its own mark.
+	premarkUnknown
 )
 
 // premark decodes a leased batch and, for the entries admitted on their
@@ -865,6 +870,9 @@ func (f *queueFrontier) premark(ctx context.Context, es []storage.Entry) {
 	}
 	added, err := vs.AddVisited(ctx, keys...)
 	if err != nil || len(added) != len(keys) {
+		for _, req := range reqs {
+			req.premark = premarkUnknown
+		}
 		return
 	}
 	for i, req := range reqs {
