@@ -90,9 +90,8 @@ func (e *Exporter) leftovers(dir string) ([]*leftover, error) {
 		}
 		desc = append(desc, d)
 	}
-	_, err = fail(nil)
-	return nil, fmt.Errorf("%w: %s (an exporter to %s did not reach Close); pass feed.Resume() to adopt them, or remove them",
-		ErrLeftover, strings.Join(desc, "; "), e.path)
+	return fail(fmt.Errorf("%w: %s (an exporter to %s did not reach Close); pass feed.Resume() to adopt them, or remove them",
+		ErrLeftover, strings.Join(desc, "; "), e.path))
 }
 
 // lockLeftover opens and locks a temporary file; nil if a live exporter
