@@ -41,10 +41,11 @@
 // and Abort leaves it exactly as it was. The new file's mode is 0666 less
 // the umask, as os.Create's; a file replaced keeps its mode. A symbolic link
 // is followed and its target replaced. A destination that is not a regular
-// file (a FIFO, a device such as /dev/null, anything under /dev/ or /proc/
-// such as /dev/stdout) is written to directly and never replaced; opening a
-// FIFO waits for a reader, as a shell redirection does. WithFormat names the
-// format for such names.
+// file (a FIFO, a device such as /dev/null) or that names a descriptor
+// (/dev/stdout, /dev/fd/N, /proc/self/fd/N, whatever they lead to) is
+// written to directly, appending, and never replaced; opening a FIFO waits
+// for a reader, as a shell redirection does. WithFormat names the format
+// for such names.
 //
 // # Crash safety
 //
@@ -416,9 +417,9 @@ func (e *Exporter) Close() error {
 }
 
 // Abort ends the export without finishing it: the current temporary file
-// is removed (leftovers it adopted are left as they were found, for the next
-// Resume), lines this exporter appended are truncated away, and an existing
-// destination is left exactly as it was. Parts that Rotate already completed
+// is removed (or, if it was adopted with Resume, cut back to the adopted
+// items and left for the next Resume), lines this exporter appended are
+// truncated away, and an existing destination is left exactly as it was. Parts that Rotate already completed
 // (Files) stay. It returns ErrNotDiscarded when items already went to an
 // io.Writer, a FIFO or a device, or when other writers appended after this
 // exporter's lines. Abort after Close or Abort does nothing, so

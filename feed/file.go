@@ -250,13 +250,12 @@ func equal(a, b []string) bool {
 
 // resolve follows symbolic links from name to the file to write, and
 // reports its info (nil if it does not exist) and whether it must be written
-// in place: not a regular file, or under /dev/ or /proc/ (/dev/stdout and
-// the descriptors it leads to), which are never replaced.
+// in place: not a regular file, or a descriptor under /proc/ (where
+// /dev/stdout and /dev/fd/N lead), which is never replaced.
 func resolve(name string) (target string, fi fs.FileInfo, direct bool, err error) {
 	target = name
 	for range 40 {
-		if abs, err := filepath.Abs(target); err == nil &&
-			(strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/")) {
+		if underProc(target) {
 			return target, nil, true, nil
 		}
 		fi, err = os.Lstat(target)
@@ -287,6 +286,21 @@ func resolve(name string) (target string, fi fs.FileInfo, direct bool, err error
 		return target, fi, true, nil
 	}
 	return target, fi, false, nil
+}
+
+// underProc reports whether name is in /proc/ once the symbolic links of
+// its directory are followed, as /proc/self/fd/1 and /dev/fd/1 are: such a
+// name stands for a descriptor, whatever file it leads to.
+func underProc(name string) bool {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return false
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		dir = filepath.Dir(abs)
+	}
+	return dir == "/proc" || strings.HasPrefix(dir, "/proc/")
 }
 
 // createTemp creates and locks a new temporary file beside target, open

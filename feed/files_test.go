@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/magpiecrawl/magpie/feed"
 )
@@ -191,8 +193,13 @@ func TestCreateNonRegularWritesInPlace(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if data := <-got; strings.Count(data, "\n") != len(products) {
-		t.Errorf("reader of the FIFO got %q, want %d lines", data, len(products))
+	select {
+	case data := <-got:
+		if strings.Count(data, "\n") != len(products) {
+			t.Errorf("reader of the FIFO got %q, want %d lines", data, len(products))
+		}
+	case <-time.After(time.Minute): // a generous bound: only a regression waits this long
+		t.Fatal("no writer ever opened the FIFO (was it replaced?)")
 	}
 	fi, err := os.Lstat(fifo)
 	if err != nil || fi.Mode()&fs.ModeNamedPipe == 0 || fi.Mode().Perm() != 0o640 {
@@ -200,6 +207,36 @@ func TestCreateNonRegularWritesInPlace(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("directory holds %d files, want only the FIFO (no temporary file)", len(entries))
+	}
+
+	// A descriptor's name (as /dev/stdout is, redirected to a file) is
+	// written through, appending; the file is not replaced.
+	out := filepath.Join(dir, "stdout.txt")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("before\n"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := f.Stat()
+	for _, name := range []string{fmt.Sprintf("/proc/self/fd/%d", f.Fd()), fmt.Sprintf("/dev/fd/%d", f.Fd())} {
+		e, err := feed.Create(name, feed.WithFormat(feed.JSONLines))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAll(t, e)
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := os.Stat(out)
+	if err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the file behind the descriptor was replaced (%v)", err)
+	}
+	if data, _ := os.ReadFile(out); !strings.HasPrefix(string(data), "before\n") || strings.Count(string(data), "\n") != 1+2*len(products) {
+		t.Errorf("the file behind the descriptor holds %q, want its line and two exports", data)
 	}
 
 	for _, name := range []string{"/dev/null", filepath.Join(dir, "link-to-null")} {
