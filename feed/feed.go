@@ -272,13 +272,13 @@ func (e *Exporter) partName(n int) string {
 	return strings.TrimSuffix(e.path, ext) + "-" + strconv.Itoa(n) + ext
 }
 
-// isPartBase reports whether base is the base name of a part of this
-// exporter's output, whatever its number.
+// isPartBase reports whether base is the base name of a rotated part of
+// this exporter's output, whatever its number.
 func (e *Exporter) isPartBase(base string) bool {
-	tmpl := filepath.Base(e.path)
 	if !e.rotating() {
-		return base == tmpl
+		return false
 	}
+	tmpl := filepath.Base(e.path)
 	prefix, suffix, ok := strings.Cut(tmpl, "{n}")
 	if !ok {
 		ext := filepath.Ext(tmpl)

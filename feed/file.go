@@ -157,7 +157,7 @@ func (e *Exporter) openFile(first bool) error {
 	}
 	var left []*leftover
 	if first {
-		if left, err = e.leftovers(filepath.Dir(target)); err != nil {
+		if left, err = e.leftovers(target); err != nil {
 			return err
 		}
 	}

@@ -32,10 +32,12 @@ type scanResult struct {
 	header []string // CSV, when items > 0
 }
 
-// leftovers finds, locks and scans the dead exporters' temporary files for
-// this exporter's destination in dir. Files without a complete item are
-// removed. Without Resume, any other leftover is refused with ErrLeftover.
-func (e *Exporter) leftovers(dir string) ([]*leftover, error) {
+// leftovers finds, locks and scans the dead exporters' temporary files
+// beside target, the first part's file with symbolic links followed. Files
+// without a complete item are removed. Without Resume, any other leftover is
+// refused with ErrLeftover.
+func (e *Exporter) leftovers(target string) ([]*leftover, error) {
+	dir := filepath.Dir(target)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -53,7 +55,8 @@ func (e *Exporter) leftovers(dir string) ([]*leftover, error) {
 	for _, de := range entries {
 		name := de.Name()
 		i := strings.LastIndex(name, tmpMarker)
-		if !strings.HasPrefix(name, ".") || i < 1 || !de.Type().IsRegular() || !e.isPartBase(name[1:i]) {
+		if !strings.HasPrefix(name, ".") || i < 1 || !de.Type().IsRegular() ||
+			name[1:i] != filepath.Base(target) && !e.isPartBase(name[1:i]) {
 			continue
 		}
 		l, err := lockLeftover(filepath.Join(dir, name))

@@ -247,3 +247,41 @@ func TestResumeRotatedParts(t *testing.T) {
 		t.Errorf("items over the parts = %q, want %q", got, want)
 	}
 }
+
+// TestLeftoverBehindSymlink: the temporary file of a destination that is a
+// symbolic link lives beside its target, and is found there; Close replaces
+// the target and keeps the link.
+func TestLeftoverBehindSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "real.jsonl")
+	link := filepath.Join(dir, "items.jsonl")
+	if err := os.Mkdir(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("data", "real.jsonl"), link); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Create(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, e, 0, 2)
+	die(t, e, "")
+	if _, err := Create(link); !errors.Is(err, ErrLeftover) {
+		t.Fatalf("Create error = %v, want ErrLeftover", err)
+	}
+	e, err = Create(link, Resume())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, e, 2, 3)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	if got, want := strings.Join(readItems(t, real, JSONLines), " "), strings.Join(names(0, 3), " "); got != want {
+		t.Errorf("items = %q, want %q", got, want)
+	}
+}
