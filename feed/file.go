@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -188,6 +189,12 @@ func (e *Exporter) openRegular(final, target string, fi fs.FileInfo, left []*lef
 			return nil, err
 		}
 		p.start = fi.Size()
+		if e.opts.durable {
+			if err := syncDir(filepath.Dir(target)); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
 	} else if len(left) > 0 {
 		// Go on writing in the first leftover, after its last complete item.
 		l := left[0]
@@ -211,7 +218,7 @@ func (e *Exporter) openRegular(final, target string, fi fs.FileInfo, left []*lef
 	if fi != nil {
 		p.perm = fi.Mode().Perm()
 	}
-	if e.format == CSV && len(p.header) > 0 && e.opts.columns != nil && !equal(p.header, e.opts.columns) {
+	if e.format == CSV && len(p.header) > 0 && e.opts.columns != nil && !slices.Equal(p.header, e.opts.columns) {
 		p.abort()
 		return nil, fmt.Errorf("%w: %s has the CSV header %q, Columns wants %q", ErrLeftover, p.tmp, p.header, e.opts.columns)
 	}
@@ -242,10 +249,6 @@ func (e *Exporter) openRegular(final, target string, fi fs.FileInfo, left []*lef
 		p.bytes = p.start
 	}
 	return p, nil
-}
-
-func equal(a, b []string) bool {
-	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
 }
 
 // resolve follows symbolic links from name to the file to write, and

@@ -285,3 +285,39 @@ func TestLeftoverBehindSymlink(t *testing.T) {
 		t.Errorf("items = %q, want %q", got, want)
 	}
 }
+
+// TestAppendAdoptsLeftovers: an Append exporter refuses or, with Resume,
+// appends the items of a dead replacing exporter to the same file.
+func TestAppendAdoptsLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "items.jsonl")
+	if err := os.WriteFile(dest, []byte("{\"N\":\"old\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Create(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, e, 0, 2)
+	die(t, e, "{")
+	if _, err := Create(dest, Append()); !errors.Is(err, ErrLeftover) {
+		t.Fatalf("Create(Append) error = %v, want ErrLeftover", err)
+	}
+	e, err = Create(dest, Append(), Resume())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.Adopted(); n != 2 {
+		t.Errorf("Adopted() = %d, want 2", n)
+	}
+	writeN(t, e, 2, 3)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(readItems(t, dest, JSONLines), " "), "old "+strings.Join(names(0, 3), " "); got != want {
+		t.Errorf("items = %q, want %q", got, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %d files, want only the destination", len(entries))
+	}
+}
