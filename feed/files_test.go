@@ -432,3 +432,55 @@ func TestDurableCreate(t *testing.T) {
 		t.Errorf("read back %+v (%v), want %+v", got, err, products)
 	}
 }
+
+// failingWriter accepts up to room bytes, then fails.
+type failingWriter struct {
+	room int
+	buf  bytes.Buffer
+}
+
+var errNoRoom = errors.New("no room")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) <= w.room {
+		w.room -= len(p)
+		return w.buf.Write(p)
+	}
+	n := w.room
+	w.room = 0
+	w.buf.Write(p[:n])
+	return n, errNoRoom
+}
+
+// TestWriterPartialWrite: a writer that fails before taking any byte
+// leaves the stream whole and later items go on; one that fails part way
+// cannot be rewound, so that Write and every later one return ErrCorrupt
+// instead of gluing the next item to the broken one.
+func TestWriterPartialWrite(t *testing.T) {
+	line, _ := json.Marshal(products[0])
+	for _, tc := range []struct {
+		name    string
+		room    int
+		corrupt bool
+	}{
+		{"fails before the item", len(line) + 1, false},
+		{"fails inside the item", len(line) + 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &failingWriter{room: tc.room}
+			e := feed.New(w, feed.JSONLines)
+			if err := e.Write(products[0]); err != nil {
+				t.Fatal(err)
+			}
+			err := e.Write(products[0])
+			if !errors.Is(err, errNoRoom) || errors.Is(err, feed.ErrCorrupt) != tc.corrupt {
+				t.Fatalf("Write error = %v, want errNoRoom, ErrCorrupt %v", err, tc.corrupt)
+			}
+			w.room = 1 << 20
+			err = e.Write(products[0])
+			if tc.corrupt && !errors.Is(err, feed.ErrCorrupt) || !tc.corrupt && err != nil {
+				t.Errorf("Write after the failure = %v, want ErrCorrupt %v", err, tc.corrupt)
+			}
+		})
+	}
+}
