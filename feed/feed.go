@@ -53,7 +53,8 @@
 // before it returns; nothing is buffered in the process. In a queue run a
 // page is acknowledged only after its items passed the pipelines, so once a
 // page is acknowledged its items are in the file, and a kill -9 of the
-// process cannot take them back. Durable adds an fsync per item (and of the
+// process cannot take them back (an item whose Write failed is reported to
+// OnError as a failed item instead). Durable adds an fsync per item (and of the
 // directory where it matters), for a machine that may lose power or crash.
 // A page that was in flight at a crash is crawled again by the next run and
 // its items written again: an export is at-least-once, and a crash may leave
