@@ -1,31 +1,94 @@
 // Package feed exports scraped items as JSON Lines, CSV or a JSON array, to
 // any io.Writer or to files (written through a temporary file and renamed
-// into place on Close, optionally rotated by item count or size).
+// into place on Close, or appended to, optionally rotated by item count or
+// size).
 //
 // An Exporter's Processor plugs it into a Collector's item pipeline:
 //
 //	exp, err := feed.Create("items.csv")
 //	...
 //	c.Pipeline(validate, dedupe, exp.Processor())
-//	c.Visit(...)
+//	if err := c.Visit(...); err != nil {
+//		exp.Abort() // the existing items.csv stays as it was
+//		...
+//	}
 //	err = exp.Close()
 //
 // Structs are exported by their json tags (what encoding/json writes),
-// maps as they are (keys sorted, as encoding/json sorts them). In CSV, the
-// header is the first item's fields (or the columns given with Columns), and
-// a field that is not a string or a number is written as its JSON text. An
-// Exporter is safe for concurrent use; the caller must Close it.
+// maps as they are (keys sorted, as encoding/json sorts them). An Exporter
+// is safe for concurrent use; the caller must Close it (or Abort it).
+//
+// # CSV
+//
+// The header is the first item's fields, or the columns given with Columns.
+// A field that is not a string or a number is written as its JSON text. A
+// later item's field that the first item lacked (an omitempty field that was
+// empty there) is not in the header: its value is dropped, the Logger hears
+// of it once per field, DroppedFields counts it, and Close returns
+// ErrDroppedFields after completing the file. With Columns the header is a
+// choice and other fields are left out without a report.
+//
+// A cell that starts with '=', '+', '-', '@', a tab or a carriage return is
+// written with a leading single quote, so that a spreadsheet opening the
+// file shows it as text instead of running it as a formula (OWASP's advice
+// against CSV injection); cells that are plain numbers, such as -3.5, are
+// left alone. AllowFormulas turns this off.
+//
+// # Destinations
+//
+// Create writes a regular file (or a new one) through a temporary file
+// beside it, renamed over it by Close: until then readers see the old file,
+// and Abort leaves it exactly as it was. The new file's mode is 0666 less
+// the umask, as os.Create's; a file replaced keeps its mode. A symbolic link
+// is followed and its target replaced. A destination that is not a regular
+// file (a FIFO, a device such as /dev/null) or that names a descriptor
+// (/dev/stdout, /dev/fd/N, /proc/self/fd/N, whatever they lead to) is
+// written to directly, appending, and never replaced; opening a FIFO waits
+// for a reader, as a shell redirection does. WithFormat names the format
+// for such names.
+//
+// # Crash safety
+//
+// Every Write hands its item to the operating system in one write call
+// before it returns; nothing is buffered in the process. In a queue run a
+// page is acknowledged only after its items passed the pipelines, so once a
+// page is acknowledged its items are in the file, and a kill -9 of the
+// process cannot take them back (an item whose Write failed is reported to
+// OnError as a failed item instead). Durable adds an fsync per item (and of the
+// directory where it matters), for a machine that may lose power or crash.
+// A page that was in flight at a crash is crawled again by the next run and
+// its items written again: an export is at-least-once, and a crash may leave
+// duplicates, never gaps.
+//
+// Which mode survives a crash:
+//
+//   - Append (JSON Lines): lines go straight into the destination, so a
+//     killed run leaves nothing to recover and the next run appends. This is
+//     the mode for a resumable crawl (a queue on SQLite or Redis), and the
+//     only one where several processes can write one file.
+//   - Create without Append: the items of a killed run are in its temporary
+//     file (".NAME.tmp-*"), which no rename will move into place. The next
+//     Create for the same destination finds such leftovers (those no live
+//     exporter holds locked) and refuses with ErrLeftover naming them, unless
+//     given Resume: then it carries their complete items over into the new
+//     export (a torn last item, never acknowledged, is dropped) and the
+//     Logger hears what was adopted (Adopted counts the items). A resumed
+//     crawl must therefore pass Resume; a fresh one refuses to mix in a dead
+//     run's items silently.
+//
+// A write that fails part way (a full disk) is taken back: the file is
+// truncated to the end of the last complete item and Write returns the
+// error, so every line in the file parses once space returns. If it cannot
+// be taken back (an io.Writer, a FIFO), Write returns ErrCorrupt from then
+// on.
 package feed
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,16 +106,9 @@ const (
 	JSONLines Format = iota
 	// CSV writes a header row and one row per item.
 	CSV
-	// JSON writes one JSON array of the items.
+	// JSON writes one JSON array of the items, one item per line.
 	JSON
 )
-
-// ErrUnknownFormat is returned by Create for a file name whose extension is
-// not .jsonl, .csv or .json.
-var ErrUnknownFormat = errors.New("feed: unknown format")
-
-// ErrClosed is returned by Write after Close.
-var ErrClosed = errors.New("feed: exporter closed")
 
 // FormatOf returns the format a file name's extension names: .jsonl (or
 // .ndjson), .csv, .json.
@@ -65,43 +121,77 @@ func FormatOf(name string) (Format, error) {
 	case ".json":
 		return JSON, nil
 	}
-	return 0, fmt.Errorf("%w: %q (want .jsonl, .csv or .json)", ErrUnknownFormat, name)
+	return 0, fmt.Errorf("%w: %q (want .jsonl, .csv or .json, or the WithFormat option)", ErrUnknownFormat, name)
 }
 
 // Option configures an Exporter.
 type Option func(*options)
 
 type options struct {
-	columns     []string
-	appendLines bool
-	maxItems    int
-	maxBytes    int64
+	columns       []string
+	appendLines   bool
+	maxItems      int
+	maxBytes      int64
+	format        *Format
+	resume        bool
+	durable       bool
+	allowFormulas bool
+	logger        *slog.Logger
 }
 
 // Columns fixes the CSV header and the fields exported, in this order;
-// fields an item lacks are left empty.
+// fields an item lacks are left empty, fields not named are left out.
 func Columns(names ...string) Option {
 	return func(o *options) { o.columns = append([]string(nil), names...) }
 }
 
 // Append makes a JSON Lines file exporter append to an existing file instead
 // of replacing it; each line is written with a single write call, so lines
-// of processes appending to one file do not interleave. Other formats
-// ignore it.
+// of processes appending to one file do not interleave. It is the crash-safe
+// mode for resumable crawls (see the package doc). Other formats ignore it.
 func Append() Option { return func(o *options) { o.appendLines = true } }
 
 // Rotate starts a new file after maxItems items or maxBytes bytes (0: no
 // limit on that count). The file name given to Create is a template: "{n}"
 // in it is the part number, from 1; without "{n}", "-N" is added before the
-// extension of every part. Writer exporters ignore it.
+// extension of every part. With Resume, numbering goes on after the parts
+// that exist. Writer exporters ignore it.
 func Rotate(maxItems int, maxBytes int64) Option {
 	return func(o *options) { o.maxItems, o.maxBytes = maxItems, maxBytes }
 }
 
-// Exporter writes items in one format.
+// WithFormat sets the format, whatever the file name's extension; Create
+// needs it for a name without a known extension, such as /dev/stdout.
+func WithFormat(f Format) Option {
+	return func(o *options) { o.format = &f }
+}
+
+// Resume makes Create adopt the leftovers of an earlier exporter to the same
+// destination that never reached Close (killed, crashed): their complete
+// items become the first items of this export. Without it Create refuses
+// leftovers with ErrLeftover. Use it for a crawl that resumes.
+func Resume() Option { return func(o *options) { o.resume = true } }
+
+// Durable makes file exporters fsync after every item (and the directory
+// after a file is created or renamed), so that an item survives a power
+// loss or an operating-system crash once Write returns. It costs one fsync
+// per item. Without it an item survives the death of the process only.
+func Durable() Option { return func(o *options) { o.durable = true } }
+
+// AllowFormulas writes CSV cells as they are, even those that a spreadsheet
+// would run as a formula (see the package doc).
+func AllowFormulas() Option { return func(o *options) { o.allowFormulas = true } }
+
+// Logger sets the logger that hears of adopted leftovers and dropped CSV
+// fields (Warn). The default is silent.
+func Logger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Exporter writes items in one format. The zero value is not usable: build
+// one with New or Create.
 type Exporter struct {
 	format Format
 	opts   options
+	log    *slog.Logger
 
 	// mu guards everything below.
 	mu      sync.Mutex
@@ -110,69 +200,65 @@ type Exporter struct {
 	path    string // file template, "" for a writer exporter
 	partNo  int
 	written []string // files completed so far
-}
-
-// part is one output: a writer, and for files the temporary file behind it.
-type part struct {
-	w        *countingWriter
-	bw       *bufio.Writer
-	csv      *csv.Writer
-	header   []string
-	items    int
-	file     *os.File
-	tmp      string // temporary name, renamed to final on close
-	final    string
-	appended bool
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	broken  error    // set when a partial write could not be taken back
+	dropped map[string]int
+	adopted int
 }
 
 // New returns an exporter writing to w, which the caller keeps (Close
-// flushes but does not close w).
+// writes the end of a JSON array but does not close w). Each item is one
+// Write call on w.
 func New(w io.Writer, format Format, opts ...Option) *Exporter {
-	e := &Exporter{format: format}
-	for _, o := range opts {
-		o(&e.opts)
-	}
-	e.out = e.newPart(w)
+	e := newExporter(opts)
+	e.format = format
+	e.out = &part{kind: toWriter, w: w}
 	return e
 }
 
 // Create returns an exporter writing to the file name, in the format its
-// extension names. The file appears (or is replaced) on Close; until then
-// the items are in a temporary file beside it.
+// extension names (or WithFormat's). A regular file appears (or is
+// replaced) on Close; until then the items are in a temporary file beside
+// it. See the package doc for other destinations and for leftovers of a
+// crashed run (ErrLeftover, Resume).
 func Create(name string, opts ...Option) (*Exporter, error) {
-	format, err := FormatOf(strings.ReplaceAll(name, "{n}", "1"))
-	if err != nil {
-		return nil, err
+	e := newExporter(opts)
+	e.path = name
+	if e.opts.format != nil {
+		e.format = *e.opts.format
+	} else {
+		format, err := FormatOf(strings.ReplaceAll(name, "{n}", "1"))
+		if err != nil {
+			return nil, err
+		}
+		e.format = format
 	}
-	e := &Exporter{format: format, path: name}
-	for _, o := range opts {
-		o(&e.opts)
+	if e.opts.resume && e.rotating() {
+		for e.partNo = 0; ; e.partNo++ {
+			if _, err := os.Lstat(e.partName(e.partNo + 1)); err != nil {
+				break
+			}
+		}
 	}
-	if err := e.openFile(); err != nil {
+	if err := e.openFile(true); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Exporter) newPart(w io.Writer) *part {
-	cw := &countingWriter{w: w}
-	p := &part{w: cw, bw: bufio.NewWriter(cw)}
-	if e.format == CSV {
-		p.csv = csv.NewWriter(p.bw)
-		p.header = e.opts.columns
+func newExporter(opts []Option) *Exporter {
+	e := &Exporter{dropped: map[string]int{}}
+	for _, o := range opts {
+		o(&e.opts)
 	}
-	return p
+	e.log = e.opts.logger
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e
+}
+
+func (e *Exporter) rotating() bool {
+	return strings.Contains(e.path, "{n}") || e.opts.maxItems > 0 || e.opts.maxBytes > 0
 }
 
 // partName is the file name of part n.
@@ -180,38 +266,39 @@ func (e *Exporter) partName(n int) string {
 	if strings.Contains(e.path, "{n}") {
 		return strings.ReplaceAll(e.path, "{n}", strconv.Itoa(n))
 	}
-	if e.opts.maxItems <= 0 && e.opts.maxBytes <= 0 {
+	if !e.rotating() {
 		return e.path
 	}
 	ext := filepath.Ext(e.path)
 	return strings.TrimSuffix(e.path, ext) + "-" + strconv.Itoa(n) + ext
 }
 
-// openFile starts the next file part.
-func (e *Exporter) openFile() error {
-	e.partNo++
-	final := e.partName(e.partNo)
-	if e.format == JSONLines && e.opts.appendLines {
-		f, err := os.OpenFile(final, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		p := e.newPart(f)
-		p.file, p.final, p.appended = f, final, true
-		e.out = p
-		return nil
+// isPartBase reports whether base is the base name of a rotated part of
+// this exporter's output, whatever its number.
+func (e *Exporter) isPartBase(base string) bool {
+	if !e.rotating() {
+		return false
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
-	if err != nil {
-		return err
+	tmpl := filepath.Base(e.path)
+	prefix, suffix, ok := strings.Cut(tmpl, "{n}")
+	if !ok {
+		ext := filepath.Ext(tmpl)
+		prefix, suffix = strings.TrimSuffix(tmpl, ext)+"-", ext
 	}
-	p := e.newPart(f)
-	p.file, p.tmp, p.final = f, f.Name(), final
-	e.out = p
-	return nil
+	num, ok := strings.CutPrefix(base, prefix)
+	if !ok {
+		return false
+	}
+	num, ok = strings.CutSuffix(num, suffix)
+	if !ok || num == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(num, 10, 32)
+	return err == nil
 }
 
-// Write exports v.
+// Write exports v. When it returns nil, the item has been handed to the
+// operating system (fsync'd with Durable).
 func (e *Exporter) Write(v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -222,153 +309,101 @@ func (e *Exporter) Write(v any) error {
 	if e.closed {
 		return ErrClosed
 	}
+	if e.broken != nil {
+		return e.broken
+	}
 	if e.path != "" && e.out.items > 0 &&
 		((e.opts.maxItems > 0 && e.out.items >= e.opts.maxItems) ||
-			(e.opts.maxBytes > 0 && e.out.w.n+int64(e.out.bw.Buffered()) >= e.opts.maxBytes)) {
+			(e.opts.maxBytes > 0 && e.out.bytes >= e.opts.maxBytes)) {
 		if err := e.finishPart(); err != nil {
 			return err
 		}
-		if err := e.openFile(); err != nil {
+		if err := e.openFile(false); err != nil {
 			return err
 		}
 	}
-	p := e.out
-	switch e.format {
-	case JSONLines:
-		line := append(data, '\n')
-		if p.appended {
-			// One write per line: concurrent appenders never interleave.
-			if err := p.bw.Flush(); err != nil {
-				return err
-			}
-			_, err = p.w.Write(line)
-		} else {
-			_, err = p.bw.Write(line)
-		}
-	case JSON:
-		sep := ",\n"
-		if p.items == 0 {
-			sep = "[\n"
-		}
-		if _, err = p.bw.WriteString(sep); err == nil {
-			_, err = p.bw.Write(data)
-		}
-	case CSV:
-		err = e.writeCSV(p, data)
+	if e.format != CSV {
+		return e.emit(e.out, e.encodeValue(e.out, data), nil)
+	}
+	keys, values, err := fields(data)
+	if err != nil {
+		return fmt.Errorf("feed: reading item fields: %w", err)
+	}
+	cells := make(map[string]string, len(values))
+	for k, raw := range values {
+		cells[k] = cell(raw)
+	}
+	return e.writeRow(e.out, keys, cells)
+}
+
+// encodeValue is the bytes of one JSON or JSON Lines item.
+func (e *Exporter) encodeValue(p *part, data []byte) []byte {
+	if e.format == JSONLines {
+		return append(data, '\n')
+	}
+	sep := ",\n"
+	if p.items == 0 {
+		sep = "[\n"
+	}
+	return append([]byte(sep), data...)
+}
+
+// emit writes one item's bytes in one write call; a write that fails part
+// way is taken back, so the output ends at an item boundary. commit runs
+// once the item is written.
+func (e *Exporter) emit(p *part, b []byte, commit func()) error {
+	n, err := p.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
 	}
 	if err != nil {
-		return err
+		if n > 0 {
+			if rerr := p.takeBack(int64(n)); rerr != nil {
+				e.broken = fmt.Errorf("%w: %s: %w (taking it back: %v)", ErrCorrupt, p.name(), err, rerr)
+				return e.broken
+			}
+		}
+		return fmt.Errorf("feed: writing to %s: %w", p.name(), err)
 	}
+	if e.opts.durable && p.kind != toWriter && p.kind != toDirect {
+		if err := p.file.Sync(); err != nil {
+			return fmt.Errorf("feed: syncing %s: %w", p.name(), err)
+		}
+	}
+	p.bytes += int64(n)
+	p.tail += int64(n)
 	p.items++
+	if commit != nil {
+		commit()
+	}
 	return nil
 }
 
-// writeCSV writes one row (and the header before the first).
-func (e *Exporter) writeCSV(p *part, data []byte) error {
-	keys, values, err := fields(data)
-	if err != nil {
-		return err
-	}
-	if p.header == nil {
-		p.header = keys
-	}
-	if p.items == 0 {
-		if err := p.csv.Write(p.header); err != nil {
-			return err
-		}
-	}
-	row := make([]string, len(p.header))
-	for i, k := range p.header {
-		row[i] = cell(values[k])
-	}
-	p.csv.Write(row)
-	p.csv.Flush()
-	return p.csv.Error()
-}
-
-// fields reads a JSON object's keys in order and their raw values; a value
-// that is not an object is one field named "value".
-func fields(data []byte) ([]string, map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return []string{"value"}, map[string]json.RawMessage{"value": data}, nil
-	}
-	var keys []string
-	values := map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		k, _ := t.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, err
-		}
-		if _, dup := values[k]; !dup {
-			keys = append(keys, k)
-		}
-		values[k] = raw
-	}
-	return keys, values, nil
-}
-
-// cell writes a JSON value as a CSV cell: strings unquoted, null empty,
-// everything else as its JSON text.
-func cell(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-	}
-	return string(raw)
-}
-
-// finishPart completes the current output: closes the JSON array, flushes,
-// and for files syncs, closes and renames the temporary file into place.
+// finishPart completes the current output: closes the JSON array, and for
+// files syncs, renames the temporary file into place and closes.
 func (e *Exporter) finishPart() error {
 	p := e.out
 	var err error
 	if e.format == JSON {
-		end := "]\n"
+		end := "\n]\n"
 		if p.items == 0 {
 			end = "[]\n"
-		} else {
-			end = "\n]\n"
 		}
-		_, err = p.bw.WriteString(end)
-	}
-	err = errors.Join(err, p.bw.Flush())
-	if p.file == nil {
-		return err
-	}
-	err = errors.Join(err, p.file.Sync(), p.file.Close())
-	if p.tmp != "" {
-		if err != nil {
-			_ = os.Remove(p.tmp)
-			return err
-		}
-		if rerr := os.Rename(p.tmp, p.final); rerr != nil {
-			_ = os.Remove(p.tmp)
-			return rerr
+		if _, err = p.w.Write([]byte(end)); err != nil {
+			err = fmt.Errorf("feed: writing to %s: %w", p.name(), err)
 		}
 	}
-	if err == nil {
+	if err = p.finish(err, e.opts.durable); err == nil && p.kind != toWriter {
 		e.written = append(e.written, p.final)
 	}
 	return err
 }
 
 // Close finishes the export: the JSON array is closed, everything is
-// flushed, and files are renamed into place. Calling it again does nothing.
+// synced, and files are renamed into place. It returns ErrDroppedFields
+// (after finishing) when CSV fields were dropped. Calling it again, or after
+// Abort, does nothing. If finishing a temporary file fails, the file is
+// kept, and the error names it: Create with Resume adopts it.
 func (e *Exporter) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -376,7 +411,28 @@ func (e *Exporter) Close() error {
 		return nil
 	}
 	e.closed = true
-	return e.finishPart()
+	if err := e.finishPart(); err != nil {
+		return err
+	}
+	return e.droppedError()
+}
+
+// Abort ends the export without finishing it: the current temporary file
+// is removed (or, if it was adopted with Resume, cut back to the adopted
+// items and left for the next Resume), lines this exporter appended are
+// truncated away, and an existing destination is left exactly as it was. Parts that Rotate already completed
+// (Files) stay. It returns ErrNotDiscarded when items already went to an
+// io.Writer, a FIFO or a device, or when other writers appended after this
+// exporter's lines. Abort after Close or Abort does nothing, so
+// "defer exp.Abort()" before a Close on success is safe.
+func (e *Exporter) Abort() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.out.abort()
 }
 
 // Files returns the files written and completed so far (rotated parts, and
@@ -387,8 +443,16 @@ func (e *Exporter) Files() []string {
 	return append([]string(nil), e.written...)
 }
 
+// Adopted returns how many items Create carried over from the leftovers of
+// an unfinished export (see Resume).
+func (e *Exporter) Adopted() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.adopted
+}
+
 // Processor returns an item processor that exports each item's Value, for
-// Collector.Pipeline.
+// Collector.Pipeline. A failed Write fails the item (OnError hears of it).
 func (e *Exporter) Processor() magpie.ItemProcessor {
 	return func(_ context.Context, it *magpie.Item) error {
 		return e.Write(it.Value)

@@ -88,8 +88,12 @@ func TestCSVRoundTrip(t *testing.T) {
 	if err := e.Write(map[string]any{"price": 9, "name": "from a map", "extra": true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
+	// Fields the first item lacked are dropped, and never silently.
+	if err := e.Close(); !errors.Is(err, feed.ErrDroppedFields) {
+		t.Fatalf("Close error = %v, want ErrDroppedFields", err)
+	}
+	if got, want := e.DroppedFields(), map[string]int{"tags": 1, "extra": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DroppedFields() = %v, want %v", got, want)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()
 	if err != nil {
