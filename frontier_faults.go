@@ -26,6 +26,11 @@ func (f *queueFrontier) fail(op string, err error) {
 		return
 	}
 	f.fatalErr = fmt.Errorf("queue storage %s: %w", op, err)
+	if errors.Is(err, storage.ErrStoreReset) {
+		// Say what was lost, as far as this run knows.
+		f.fatalErr = fmt.Errorf("queue storage %s: the queue, the visited set and the %d entries this run held are lost: %w",
+			op, f.inflight+len(f.acks)+f.acking, err)
+	}
 	f.errs = append(f.errs, f.fatalErr)
 	close(f.fatal)
 }

@@ -60,7 +60,7 @@ func (s *Store) CheckReset(ctx context.Context) error {
 		return s.wrap("check reset", err)
 	}
 	if p := s.epoch.Load(); p == nil || *p != v {
-		return fmt.Errorf("redisstore: the crawl's keys under %q are gone (a server restarted without persistence?): %w",
+		return fmt.Errorf("redisstore: the crawl's keys under %q are gone (a server restarted without persistence, or the keys deleted): %w",
 			s.prefix, storage.ErrStoreReset)
 	}
 	return nil

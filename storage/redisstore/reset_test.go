@@ -157,6 +157,7 @@ func TestRunQueueRedisRestartedEmpty(t *testing.T) {
 		if !errors.Is(err, storage.ErrStoreReset) {
 			t.Fatalf("Run() error = %v, want one wrapping storage.ErrStoreReset", err)
 		}
+		t.Logf("Run() error = %v", err)
 	case <-time.After(2 * time.Minute):
 		t.Fatal("Run did not return within 2 minutes of the restart")
 	}

@@ -198,4 +198,5 @@ func TestDamagedFileEndsTheRun(t *testing.T) {
 	if !errors.Is(err, storage.ErrStoreUnusable) {
 		t.Fatalf("Run() error = %v, want one wrapping storage.ErrStoreUnusable", err)
 	}
+	t.Logf("Run() error = %v", err)
 }
