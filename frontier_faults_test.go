@@ -89,7 +89,7 @@ func TestMaxPendingRefusesPastTheBound(t *testing.T) {
 	if got := c.Stats().Refused[RefusedFrontierFull]; got != uint64(wantRefused) {
 		t.Errorf("Stats().Refused[%q] = %d, want %d", RefusedFrontierFull, got, wantRefused)
 	}
-	for _, u := range refusedURLs[:3] {
+	for _, u := range refusedURLs[:min(3, len(refusedURLs))] {
 		if seen, err := c.HasVisited(u); err != nil || seen {
 			t.Errorf("HasVisited(%q) = %v, %v after ErrFrontierFull, want false", u, seen, err)
 		}
