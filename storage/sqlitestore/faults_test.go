@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -199,4 +200,76 @@ func TestDamagedFileEndsTheRun(t *testing.T) {
 		t.Fatalf("Run() error = %v, want one wrapping storage.ErrStoreUnusable", err)
 	}
 	t.Logf("Run() error = %v", err)
+}
+
+// A file locked by another writer (SQLITE_BUSY) is an outage, not damage:
+// the run pauses, reports it once to OnError as a storage outage, and
+// finishes once the lock is gone.
+func TestBusyFileIsAnOutage(t *testing.T) {
+	const pages = 20
+	s := newLeafSite(t)
+	path := filepath.Join(t.TempDir(), "crawl.db")
+	st, err := Open(path, WithBusyTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pushPages(t, st, s, pages)
+
+	// Another process's writer holds the file's write lock.
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	lock, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	if err := c.SetStorage(st); err != nil {
+		t.Fatal(err)
+	}
+	outage := make(chan error, 1)
+	c.OnError(func(_ *magpie.Response, err error) {
+		select {
+		case outage <- err:
+		default:
+		}
+	})
+	q, err := queue.New(2, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Run(c) }()
+	select {
+	case err := <-outage:
+		if !errors.Is(err, magpie.ErrStorageUnavailable) || errors.Is(err, storage.ErrStoreUnusable) {
+			t.Errorf("OnError(%v): want a storage outage, not ErrStoreUnusable", err)
+		}
+	case err := <-done:
+		t.Fatalf("Run() = %v while the file was locked, want it to wait", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no outage reported within 2 minutes")
+	}
+	if _, err := lock.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run() error = %v, want nil", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run did not return within 2 minutes of the lock's release")
+	}
+	if got, _ := s.fetched(); got != pages {
+		t.Errorf("pages fetched = %d, want %d", got, pages)
+	}
 }
