@@ -256,11 +256,12 @@ const leaseBatch = 32
 //
 // A storage that fails (Redis down or restarting) pauses the crawl instead
 // of losing work: every operation is retried with backoff until it succeeds
-// or the run stops (see outages). A storage that fails for good (it lost
-// its contents, or cannot be used again) ends the run with its error, and
-// MaxRequests ends it once spent, leaving the rest queued (frontier_faults.go). A link that still cannot be pushed when
+// or the run stops (see outages). A link that still cannot be pushed when
 // the run stops makes its parent's entry released rather than acknowledged,
-// so that the parent's callbacks run again and find the link again.
+// so that the parent's callbacks run again and find the link again. A
+// storage that fails for good (it lost its contents, or cannot be used
+// again) ends the run with its error; a spent MaxRequests ends it too,
+// leaving the rest queued (see frontier_faults.go).
 type queueFrontier struct {
 	c      *Collector
 	cfg    *config
