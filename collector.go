@@ -96,6 +96,8 @@ type Collector struct {
 	// queueLookahead is QueueLookahead's cap (0: the default).
 	queueLookahead int
 	retry          *RetryOptions
+	// maxPending is MaxPending's n (0: DefaultMaxPending).
+	maxPending int
 
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
@@ -193,6 +195,7 @@ func (c *Collector) Clone() *Collector {
 		workers:                c.workers,
 		maxParked:              c.maxParked,
 		queueLookahead:         c.queueLookahead,
+		maxPending:             c.maxPending,
 		retry:                  c.retry,
 		sitemapsFromRobots:     c.sitemapsFromRobots,
 		sitemapSince:           c.sitemapSince,

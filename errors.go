@@ -179,3 +179,10 @@ func (e *StorageError) Error() string {
 
 // Unwrap returns ErrStorageUnavailable and the storage's error.
 func (e *StorageError) Unwrap() []error { return []error{ErrStorageUnavailable, e.Err} }
+
+// ErrFrontierFull is returned (and reported to OnRefused, counted in
+// Stats().Refused["frontier_full"]) when a request is admitted to an
+// in-memory crawl that already holds MaxPending requests admitted and not
+// finished. The request is not marked visited, so a later link to it is
+// admitted once there is room.
+var ErrFrontierFull = errors.New("in-memory frontier full (MaxPending)")

@@ -38,6 +38,7 @@ type config struct {
 	workers            int
 	maxParked          int
 	queueLookahead     int
+	maxPending         int // the in-memory frontier's bound; 0: none
 	retry              *RetryOptions
 	stdCtx             context.Context
 	cache              *fileCache
@@ -85,6 +86,7 @@ func (c *Collector) snapshot() *config {
 		workers:            c.workers,
 		maxParked:          c.maxParked,
 		queueLookahead:     c.queueLookahead,
+		maxPending:         pendingBound(c.maxPending),
 		retry:              c.retry,
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -57,19 +58,34 @@ type memFrontier struct {
 	wake   chan struct{}
 	closed bool
 	now    func() time.Time
+	// max bounds count (MaxPending); 0: no bound.
+	max int
 }
 
-func newMemFrontier() *memFrontier {
+// newMemFrontier returns an empty in-memory frontier holding at most max
+// requests admitted and not finished (0: no bound).
+func newMemFrontier(max int) *memFrontier {
 	idle := make(chan struct{})
 	close(idle)
-	return &memFrontier{idleCh: idle, wake: make(chan struct{}, 1), now: time.Now}
+	return &memFrontier{idleCh: idle, wake: make(chan struct{}, 1), now: time.Now, max: max}
 }
 
+// push adds req; past the MaxPending bound it refuses it with
+// ErrFrontierFull.
 func (f *memFrontier) push(_ context.Context, req *Request, notBefore time.Time) error {
+	return f.add(req, notBefore, false)
+}
+
+// add adds req; force skips the bound, for a retry that takes the place of
+// the request it copies.
+func (f *memFrontier) add(req *Request, notBefore time.Time, force bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrStopped
+	}
+	if !force && f.max > 0 && f.count >= f.max {
+		return fmt.Errorf("%w: %d requests pending (MaxPending)", ErrFrontierFull, f.count)
 	}
 	if f.count == 0 {
 		f.idleCh = make(chan struct{})
@@ -148,7 +164,7 @@ func (f *memFrontier) retry(ctx context.Context, req *Request, notBefore time.Ti
 		return err
 	}
 	n.marked, n.redirectKeys = req.marked, req.redirectKeys
-	if err := f.push(context.Background(), n, notBefore); err != nil {
+	if err := f.add(n, notBefore, true); err != nil {
 		return err
 	}
 	req.marked, req.redirectKeys = false, nil
@@ -242,7 +258,10 @@ const leaseBatch = 32
 // of losing work: every operation is retried with backoff until it succeeds
 // or the run stops (see outages). A link that still cannot be pushed when
 // the run stops makes its parent's entry released rather than acknowledged,
-// so that the parent's callbacks run again and find the link again.
+// so that the parent's callbacks run again and find the link again. A
+// storage that fails for good (it lost its contents, or cannot be used
+// again) ends the run with its error; a spent MaxRequests ends it too,
+// leaving the rest queued (see frontier_faults.go).
 type queueFrontier struct {
 	c      *Collector
 	cfg    *config
@@ -304,6 +323,13 @@ type queueFrontier struct {
 	pushed   map[uint64]struct{}
 	inflight int
 	errs     []error
+	// fatalErr is the storage error that ended the run (see fail); fatal
+	// is closed when it is set.
+	fatalErr error
+	fatal    chan struct{}
+	// budgetNoted is set once the run has logged that MaxRequests is
+	// reached. Only the feeder uses it.
+	budgetNoted bool
 }
 
 // ackEntry is a finished entry waiting for its batched acknowledgement.
@@ -324,7 +350,9 @@ type linkBatch struct {
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
 	f := &queueFrontier{c: c, cfg: cfg, q: q, out: newOutages(c), base: 2 * workers, limit: 2 * workers,
 		wake: make(chan struct{}, 1), leased: map[string]*Request{},
-		held: map[string]int{}, pushed: map[uint64]struct{}{}}
+		held: map[string]int{}, pushed: map[uint64]struct{}{}, fatal: make(chan struct{})}
+	f.out.onFatal = f.fail
+	f.out.onRecover = f.checkResetAfterOutage
 	if _, ok := q.(storage.LeaseRenewer); ok {
 		f.limit = max(f.base, cfg.lookahead())
 	}
@@ -477,6 +505,18 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused [
 		}
 		return nil
 	})
+	switch {
+	case errors.Is(err, storage.ErrQueueFull):
+		// Not all of them fit: those that do are pushed one by one.
+		refused, err = f.storeEach(ctx, b, pushed)
+	case err == nil:
+		for i, r := range b.reqs {
+			if !pushed[i] {
+				r.err = &AlreadyVisitedError{Destination: r.URL}
+				refused = append(refused, r)
+			}
+		}
+	}
 	f.mu.Lock()
 	for i, r := range b.reqs {
 		if !pushed[i] && r.checkRevisit && !f.cfg.allowRevisit {
@@ -487,27 +527,22 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused [
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range b.reqs {
-		if !pushed[i] {
-			refused = append(refused, r)
-		}
-	}
 	return refused, nil
 }
 
-// reportVisited refuses links found visited when they were stored, as
-// Visit would have refused them. It runs user callbacks (OnRefused), so it
-// is called with no frontier state in the middle of a change.
+// reportVisited refuses links the storage did not take when they were
+// stored, each with its error (set by storeLinks): found visited, as Visit
+// would have refused them, or the queue full. It runs user callbacks
+// (OnRefused), so it is called with no frontier state in the middle of a
+// change.
 func (f *queueFrontier) reportVisited(refused []*Request) {
 	if len(refused) == 0 {
 		return
 	}
 	report := func() {
 		for _, r := range refused {
-			verr := &AlreadyVisitedError{Destination: r.URL}
-			r.err = verr
-			f.c.logRefusal(r, verr)
-			f.c.reportRejection(r, verr)
+			f.c.logRefusal(r, r.err)
+			f.c.reportRejection(r, r.err)
 		}
 	}
 	if f.cfg.async || len(f.c.snapshotCallbacks().refused) == 0 {
@@ -607,7 +642,13 @@ func (f *queueFrontier) leaseSize() int {
 		// batch cannot overshoot either.
 		room = max(room, min(f.limit-f.inflight, budget))
 	}
-	return min(max(room, 1), leaseBatch)
+	n := min(max(room, 1), leaseBatch)
+	if left := f.budgetLeftLocked(); left >= 0 {
+		// Never lease more than MaxRequests can still admit: an entry
+		// leased past it would be refused, and deleted or delivered again.
+		n = min(n, left)
+	}
+	return n
 }
 
 func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
@@ -615,6 +656,9 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 	idleWait := time.Millisecond
 	failures := 0 // consecutive Lease or Len failures
 	for {
+		if f.failed() {
+			return nil, errFrontierDone
+		}
 		var backoff time.Duration
 		if f.room() {
 			req, err := f.lease(ctx)
@@ -622,10 +666,19 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 				return req, nil
 			}
 			switch {
+			case f.failed():
+				return nil, errFrontierDone
 			case errors.Is(err, errRefused):
 				continue
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
+			case errors.Is(err, errBudgetSpent):
+				if f.quiet() {
+					return nil, errFrontierDone
+				}
+			case fatalStorageError(err):
+				f.fail("lease", err)
+				return nil, errFrontierDone
 			case errors.Is(err, storage.ErrQueueEmpty):
 				done, err := f.drained(ctx)
 				switch {
@@ -635,6 +688,9 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 					failures = 0
 				case ctx.Err() != nil:
 					return nil, ctx.Err()
+				case fatalStorageError(err):
+					f.fail("len", err)
+					return nil, errFrontierDone
 				default:
 					// An unknown length is not an empty queue: wait for the
 					// storage rather than end the run.
@@ -651,7 +707,7 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 		if backoff > 0 {
 			// The storage is down: neither a notification nor a finished
 			// request makes a retry any likelier to succeed.
-			if !sleepCtx(ctx, backoff) {
+			if !f.sleep(ctx, backoff) {
 				return nil, ctx.Err()
 			}
 			continue
@@ -666,6 +722,7 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 		case <-f.wake:
 		case <-t.C:
 			idleWait = min(2*idleWait, 200*time.Millisecond)
+		case <-f.fatal:
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
@@ -697,11 +754,15 @@ var errRefused = errors.New("refused")
 func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	e, ok := f.fromBuf()
 	if !ok {
+		n := f.leaseSize()
+		if n == 0 {
+			return nil, errBudgetSpent
+		}
 		started := time.Now()
 		if err := f.reclaimLost(ctx); err != nil {
 			return nil, err
 		}
-		es, err := f.q.Lease(ctx, f.leaseSize(), queueLeaseTTL)
+		es, err := f.q.Lease(ctx, n, queueLeaseTTL)
 		if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
 			f.reclaim = true
 			return nil, err
@@ -802,12 +863,21 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 			req.marked = true
 			f.c.forgetVisited(req)
 		}
-		if err != nil && ctx.Err() != nil {
-			// The run stopped during admission (a robots.txt fetch, or a
-			// storage outage): the entry was not refused, so it goes back,
-			// still counted as pushed.
+		if err != nil && (ctx.Err() != nil || f.failed() || errors.Is(err, ErrMaxRequests)) {
+			// The run stopped during admission (a robots.txt fetch, a
+			// storage outage, a store found unusable), or MaxRequests was
+			// reached meanwhile (by a c.Visit of a callback): the entry
+			// was not refused, so it goes back, still counted as pushed.
+			// (Released, it counts as delivered once: a later run takes
+			// no MaxRequests slot for it, as for an entry released at Stop.)
 			f.settle(ctx, e.ID, req, false)
-			return nil, ctx.Err()
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.Is(err, ErrMaxRequests):
+				return nil, errBudgetSpent
+			}
+			return nil, err
 		}
 		// Admitted (the visited mark now dedupes it) or refused: either
 		// way it is no longer a pending push of this run.
@@ -931,6 +1001,10 @@ func (f *queueFrontier) admitLeased(ctx context.Context, req *Request) error {
 			}
 			return err
 		}
+		if fatalStorageError(se.Err) {
+			f.fail("visited", se.Err)
+			return err
+		}
 		f.out.failed(se.Op, attempt, se.Err, req)
 		// The failed call may have written the mark before its reply was
 		// lost: the next try takes the mark over rather than refuse the
@@ -954,6 +1028,7 @@ func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack
 	}
 	if err := f.out.persist(ctx, op, req, do); err != nil {
 		f.c.logger.Warn("settling queue entry", "op", op, "url", urlString(req), "err", err)
+		f.checkUnknownLease(ctx, err)
 	}
 }
 
@@ -973,7 +1048,15 @@ func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	f.out.recovered("len", started)
-	return l.Total() == 0, nil
+	if l.Total() > 0 {
+		return false, nil
+	}
+	// An empty queue ends the crawl only if it was not emptied by a store
+	// that lost its contents (see checkReset).
+	if err := f.checkReset(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // finish stores the links req's callbacks found, then acknowledges its
@@ -1095,6 +1178,7 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 		if len(ids) > 0 {
 			if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.q.Ack(ctx, ids...) }); err != nil {
 				f.c.logger.Warn("acknowledging queue entries", "entries", len(ids), "err", err)
+				f.checkUnknownLease(ctx, err)
 			}
 		}
 		f.mu.Lock()
@@ -1158,7 +1242,10 @@ func (f *queueFrontier) renewLoop(ctx context.Context) {
 		case err == nil:
 		case ctx.Err() != nil:
 			return
+		case fatalStorageError(err):
+			f.fail("renew", err)
 		default:
+			f.checkUnknownLease(ctx, err)
 			// Unknown leases expired before a renewal reached them (a
 			// storage outage longer than the TTL): another consumer may
 			// fetch them too. Failures are retried at the next tick.

@@ -276,3 +276,33 @@ func (p *RetryOptions) backoff(attempt int, random func(int64) int64) time.Durat
 	}
 	return half + time.Duration(random(int64(half)+1))
 }
+
+// DefaultMaxPending is the most requests an in-memory crawl (Visit and
+// Wait, no queue) holds admitted and not finished when MaxPending does not
+// set it: about 1 GB at the 800-900 bytes a pending link takes.
+const DefaultMaxPending = 1_000_000
+
+// MaxPending bounds the requests an in-memory crawl holds admitted and not
+// finished (waiting in the frontier, parked for their host, in flight) at
+// n, so that a crawl whose pages yield links faster than it fetches them
+// cannot take all the memory there is. Past it a Visit is refused with
+// ErrFrontierFull (OnRefused, Stats().Refused["frontier_full"]) and the
+// link is not marked visited; retries of requests already held are never
+// refused. n == 0 keeps DefaultMaxPending; n < 0 removes the bound. A
+// queue run (queue.Run, RunQueue) keeps its pending requests in its queue
+// storage instead, bounded by the storage's MaxSize.
+func MaxPending(n int) CollectorOption {
+	return func(c *Collector) { c.maxPending = n }
+}
+
+// pendingBound is the in-memory frontier's bound for n as MaxPending
+// takes it (0: no bound).
+func pendingBound(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxPending
+	case n < 0:
+		return 0
+	}
+	return n
+}

@@ -35,9 +35,17 @@ func storageBackoff(attempt int) time.Duration {
 // itself (a connection refused or reset, a timeout, a server loading its
 // data). Refusals that retrying cannot change are not.
 func transientStorageError(err error) bool {
-	return !errors.Is(err, storage.ErrQueueFull) && !errors.Is(err, storage.ErrUnknownLease) &&
+	return !fatalStorageError(err) && !errors.Is(err, storage.ErrQueueFull) && !errors.Is(err, storage.ErrUnknownLease) &&
 		!errors.Is(err, storage.ErrClosed) && !errors.Is(err, storage.ErrQueueEmpty) &&
 		!errors.Is(err, ErrUndecodableRequest)
+}
+
+// fatalStorageError reports whether a storage error ends a queue run: the
+// store lost its contents (storage.ErrStoreReset) or cannot be used again
+// (storage.ErrStoreUnusable). Waiting for it as for an outage would hang
+// the run, and carrying on would report a wiped queue as a finished crawl.
+func fatalStorageError(err error) bool {
+	return errors.Is(err, storage.ErrStoreReset) || errors.Is(err, storage.ErrStoreUnusable)
 }
 
 // outageQuiet is how long an operation must go without failing before its
@@ -57,6 +65,11 @@ type outages struct {
 	// mu guards ops.
 	mu  sync.Mutex
 	ops map[string]*outage
+	// onFatal, when set, hears of every error persist meets that ends the
+	// run (fatalStorageError); onRecover of every outage that ends. Both
+	// are set before the run starts and never change.
+	onFatal   func(op string, err error)
+	onRecover func()
 }
 
 // outage is the latest outage of one kind of operation.
@@ -127,6 +140,10 @@ func (o *outages) recovered(op string, started time.Time) {
 	o.mu.Unlock()
 	if ok {
 		o.c.logger.Info("storage recovered", "op", op, "failures", failures, "duration", time.Since(since))
+		if o.onRecover != nil {
+			// A store that comes back may have come back empty.
+			o.onRecover()
+		}
 	}
 }
 
@@ -143,6 +160,9 @@ func (o *outages) persist(ctx context.Context, op string, req *Request, do func(
 			return nil
 		}
 		if !transientStorageError(err) {
+			if o.onFatal != nil && fatalStorageError(err) {
+				o.onFatal(op, err)
+			}
 			return err
 		}
 		if ctx.Err() != nil {

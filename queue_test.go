@@ -134,18 +134,29 @@ func TestRunQueueMaxRequestsAndRefusals(t *testing.T) {
 		}
 		refused.Add(1)
 	})
+	pushURL(t, q, "http://localhost:1/forbidden")
 	for i := range 20 {
 		pushURL(t, q, fmt.Sprintf("%s/leaf?i=%d", ts.URL, i))
 	}
-	pushURL(t, q, "http://localhost:1/forbidden")
 	if err := c.RunQueue(t.Context(), q, 1); err != nil {
 		t.Fatalf("RunQueue error = %v", err)
 	}
 	if n := ts.count("/leaf"); n != 10 {
 		t.Errorf("fetches = %d, want 10", n)
 	}
-	if n := refused.Load(); n != 11 {
-		t.Errorf("OnRefused calls = %d, want 11 (10 max requests + 1 forbidden domain)", n)
+	// The budget stops the leasing: the entries past it are not refused
+	// (and deleted) but stay in the queue for a later run.
+	if n := refused.Load(); n != 1 {
+		t.Errorf("OnRefused calls = %d, want 1 (the forbidden domain)", n)
+	}
+	if l, _ := q.Len(t.Context()); l.Total() != 10 {
+		t.Errorf("queue left %+v, want 10 entries", l)
+	}
+	if err := NewCollector().RunQueue(t.Context(), q, 1); err != nil {
+		t.Fatalf("second RunQueue error = %v", err)
+	}
+	if n := ts.count("/leaf"); n != 20 {
+		t.Errorf("fetches after a second run = %d, want 20", n)
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	RefusedScheme            = "scheme"
 	RefusedInvalidURL        = "invalid_url"
 	RefusedQueueFull         = "queue_full"
+	RefusedFrontierFull      = "frontier_full"
 	RefusedStopped           = "stopped"
 	RefusedPrivateNetwork    = "private_network"
 )
@@ -52,6 +53,7 @@ var refusalReasons = []struct {
 	{ErrInvalidURL, RefusedInvalidURL},
 	{ErrMissingURL, RefusedInvalidURL},
 	{ErrQueueFull, RefusedQueueFull},
+	{ErrFrontierFull, RefusedFrontierFull},
 	{ErrStopped, RefusedStopped},
 }
 
@@ -80,7 +82,7 @@ type refusalCounts struct {
 
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
-	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork}
+	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

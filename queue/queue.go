@@ -126,6 +126,15 @@ func (q *Queue) Run(c *magpie.Collector) error {
 // run; after Stop it is nil unless entries were undecodable. Requests not
 // finished stay in the storage for a later Run. A second Run while one is running returns
 // ErrRunning.
+//
+// With the collector's MaxRequests spent, Run leases no more entries and
+// returns nil once the requests in flight are done; the rest stays in the
+// storage, neither refused nor deleted. A storage that fails for good ends
+// the run with an error wrapping storage.ErrStoreReset (it lost its
+// contents: a Redis server restarted without persistence) or
+// storage.ErrStoreUnusable (a damaged or read-only SQLite file); a storage
+// that is only unreachable pauses the run until it is back. Links that a
+// storage with a maximum size cannot take are refused with ErrQueueFull.
 func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
 	if c == nil {
 		return ErrNilCollector

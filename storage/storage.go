@@ -266,3 +266,42 @@ func sameStore(st Storage, q Queue) (same bool) {
 	}()
 	return any(st) == any(q)
 }
+
+var (
+	// ErrStoreReset is wrapped by the error a store returns when it finds
+	// that it lost the contents it held when this client opened it: a Redis
+	// server restarted without persistence, or the crawl's keys deleted by
+	// someone else. The pending entries, the leases and the visited set are
+	// gone, and retrying cannot bring them back, so a queue run stops and
+	// returns it rather than report an empty queue as a finished crawl.
+	ErrStoreReset = errors.New("storage: store was reset and lost its contents")
+	// ErrStoreUnusable is wrapped by the error a store returns when it
+	// cannot be used again without an operator: its data is damaged
+	// (SQLite's SQLITE_CORRUPT, SQLITE_NOTADB), or its file became
+	// read-only or cannot be opened. Retrying cannot help, so a queue run
+	// stops and returns it instead of waiting for the store as for an
+	// outage. The store's own error stays reachable with errors.As.
+	ErrStoreUnusable = errors.New("storage: store unusable")
+)
+
+// ResetDetector is implemented by stores that can lose their contents
+// without their clients hearing of it (a Redis server restarted empty). A
+// queue run asks it before it takes an empty queue for a finished crawl,
+// after a storage outage ends, and when a lease it holds is unknown to the
+// store, so that a wiped store ends the run with ErrStoreReset instead of a
+// silent nil.
+type ResetDetector interface {
+	// CheckReset returns an error wrapping ErrStoreReset when the store
+	// lost the contents it held when this client opened it, nil when it
+	// did not, and another error when it cannot tell (the store is down).
+	CheckReset(ctx context.Context) error
+}
+
+// CheckReset asks q whether it was reset (see ResetDetector); a queue that
+// is not a ResetDetector never reports one.
+func CheckReset(ctx context.Context, q Queue) error {
+	if d, ok := q.(ResetDetector); ok {
+		return d.CheckReset(ctx)
+	}
+	return nil
+}

@@ -366,7 +366,7 @@ func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 		Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: "-", End: "+", Count: 100000,
 	}).Result()
 	if err != nil {
-		return s.wrap("release unheld", err)
+		return s.pendingError(ctx, "release unheld", err)
 	}
 	var ids []any
 	for _, p := range pend {

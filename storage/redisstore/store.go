@@ -65,6 +65,8 @@ type Store struct {
 	shards    uint64
 	consumer  string
 	closed    atomic.Bool
+	// epoch is the crawl's epoch as this Store adopted it (see reset.go).
+	epoch atomic.Pointer[string]
 }
 
 // New connects to the server in opts. It fails when the server cannot be
@@ -106,6 +108,9 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	host, _ := os.Hostname()
 	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: connect: %w", err)
+	}
+	if err := s.adoptEpoch(context.Background()); err != nil {
 		return nil, fmt.Errorf("redisstore: connect: %w", err)
 	}
 	return s, nil
@@ -183,7 +188,12 @@ func (s *Store) Clear(ctx context.Context) error {
 		return s.wrap("clear", err)
 	}
 	// redis_rate prefixes its keys with "rate:".
-	return s.wrap("clear", deleteByPattern(ctx, s.rdb, "rate:"+s.prefix+":*"))
+	if err := deleteByPattern(ctx, s.rdb, "rate:"+s.prefix+":*"); err != nil {
+		return s.wrap("clear", err)
+	}
+	// A fresh crawl begins: this Store takes a new epoch (other Stores of
+	// the prefix find theirs gone).
+	return s.wrap("clear", s.adoptEpoch(ctx))
 }
 
 // deleteByPattern deletes the keys matching pattern. On a cluster it scans

@@ -149,7 +149,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
 	}
 	// One connection: writes are serialised in-process by database/sql rather
 	// than by SQLite's file lock, and a ":memory:" database is one database.
@@ -159,16 +159,16 @@ func Open(path string, opts ...Option) (*Store, error) {
 	ctx := context.Background()
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
 	}
 	if err := s.register(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
 	}
 	if err := s.prepare(ctx); err != nil {
 		s.closeStmts()
 		db.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
 	}
 	return s, nil
 }
@@ -296,5 +296,5 @@ func (s *Store) wrap(op string, err error) error {
 	if s.closed.Load() || errors.Is(err, sql.ErrConnDone) {
 		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
 	}
-	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+	return fmt.Errorf("sqlitestore: %s: %w", op, classify(err))
 }

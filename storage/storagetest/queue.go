@@ -29,6 +29,8 @@ import (
 // keeps a renewed lease past its first ttl (and RenewLeases reports
 // ErrUnsupported for a queue without it); ReleaseBatch, native or the loop,
 // releases every held lease and reports the others with ErrUnknownLease.
+// A storage.ResetDetector reports no reset of a store used normally
+// (storage.CheckReset is nil for every other queue).
 func RunQueue(t *testing.T, open func(t *testing.T) storage.Queue) {
 	t.Helper()
 	tests := []struct {
@@ -55,6 +57,7 @@ func RunQueue(t *testing.T, open func(t *testing.T) storage.Queue) {
 		{"Renew", queueRenew},
 		{"RenewShortens", queueRenewShortens},
 		{"ReleaseBatch", queueReleaseBatch},
+		{"NotReset", queueNotReset},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -770,4 +773,22 @@ func RunVisitedQueue(t *testing.T, open func(t *testing.T) (storage.Storage, sto
 			}
 		}
 	})
+}
+
+// queueNotReset: pushing, leasing, acknowledging and emptying a queue is
+// not a reset; a queue run would otherwise end with ErrStoreReset.
+func queueNotReset(t *testing.T, q storage.Queue) {
+	ctx := t.Context()
+	if err := storage.CheckReset(ctx, q); err != nil {
+		t.Fatalf("CheckReset() on a fresh store = %v, want nil", err)
+	}
+	mustPush(t, q, "a", "b")
+	es := mustLease(t, q, 2, time.Minute)
+	if err := q.Ack(ctx, es[0].ID, es[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	wantLen(t, q, storage.QueueLen{})
+	if err := storage.CheckReset(ctx, q); err != nil {
+		t.Errorf("CheckReset() on a used, empty store = %v, want nil", err)
+	}
 }
