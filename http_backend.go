@@ -607,7 +607,9 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	if truncated {
 		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.String(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
 	}
-	if useCache {
+	if useCache && !truncated {
+		// A body cut at MaxBodySize is not the page: cached, it would be
+		// replayed as whole (Truncated false) to this run and the next.
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
 		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
 			c.logger.Warn("caching response", "url", req.URL.String(), "err", err)
