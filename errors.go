@@ -179,3 +179,9 @@ func (e *StorageError) Error() string {
 
 // Unwrap returns ErrStorageUnavailable and the storage's error.
 func (e *StorageError) Unwrap() []error { return []error{ErrStorageUnavailable, e.Err} }
+
+// ErrInformationalResponse is returned when a server answers a request with
+// a 1xx status as its final response (a 101 Switching Protocols to a request
+// that asked for no upgrade): the request failed (OnError), and its
+// connection is closed unread.
+var ErrInformationalResponse = errors.New("final response with a 1xx status")

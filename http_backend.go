@@ -592,6 +592,20 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		req.URL = f.finalURL
 	}
 	resp.StatusCode, resp.Headers, resp.Redirects, resp.Trace = f.status, &f.header, f.redirects, f.trace
+	if f.status < 200 {
+		// net/http skips interim 1xx responses, so this one was final: a
+		// 101 to a request that asked for no upgrade hands the connection
+		// over, and its body, the raw connection, obeys no timeout.
+		c.responseCount.Add(1)
+		c.counts.response(f.status, 0)
+		result.StatusCode = f.status
+		return fail(fmt.Errorf("%w: %s", ErrInformationalResponse, f.statusText))
+	}
+	// A body that ignores the request's context (a switched protocol's
+	// connection, a RoundTripper of the user's) is closed when the context
+	// ends, so that Stop never waits on a read.
+	stopClosing := context.AfterFunc(hctx, func() { _ = f.body.Close() })
+	defer stopClosing()
 	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
 	result.StatusCode, result.RetryAfter = f.status, resp.retryAfter
 	if err := c.responseHeaders(cbs, resp); err != nil {
