@@ -96,6 +96,10 @@ type Collector struct {
 	// queueLookahead is QueueLookahead's cap (0: the default).
 	queueLookahead int
 	retry          *RetryOptions
+	// stopGrace is StopGrace's period (0: DefaultStopGrace); busyRetries
+	// is MaxBusyRetries' bound (0: DefaultBusyRetries, < 0: none).
+	stopGrace   time.Duration
+	busyRetries int
 
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
@@ -194,6 +198,8 @@ func (c *Collector) Clone() *Collector {
 		maxParked:              c.maxParked,
 		queueLookahead:         c.queueLookahead,
 		retry:                  c.retry,
+		stopGrace:              c.stopGrace,
+		busyRetries:            c.busyRetries,
 		sitemapsFromRobots:     c.sitemapsFromRobots,
 		sitemapSince:           c.sitemapSince,
 		progressEvery:          c.progressEvery,
@@ -542,14 +548,14 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 		c.emit(evResponse, resp.Request, responseValues(resp, nil))
 	}
 	for _, f := range cbs.response {
-		report(c.safely("OnResponse", func() { f(resp) }))
+		report(c.safelyAt(resp.Request, &labelOnResponse, func() { f(resp) }))
 	}
 	c.runDocumentCallbacks(cbs, resp, report)
 	if c.debugging() {
 		c.emit(evScraped, resp.Request, map[string]string{"url": urlString(resp.Request)})
 	}
 	for _, f := range cbs.scraped {
-		report(c.safely("OnScraped", func() { f(resp) }))
+		report(c.safelyAt(resp.Request, &labelOnScraped, func() { f(resp) }))
 	}
 	if slices.ContainsFunc(cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() }) ||
 		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
@@ -611,7 +617,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": urlString(req)})
 					}
 					i++
-					report(c.safely("OnHTML", func() { cb.fn(e) }))
+					report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 				}
 			})
 		}
@@ -625,7 +631,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
 				}
 				e.Index = i
-				report(c.safely("OnXML", func() { cb.fn(e) }))
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 			}
 		}
 	case isXML && len(cbs.xml) > 0:
@@ -644,7 +650,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
 				}
 				e.Index = i
-				report(c.safely("OnXML", func() { cb.fn(e) }))
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 			}
 		}
 	}

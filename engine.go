@@ -2,8 +2,10 @@ package magpie
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -58,7 +60,19 @@ type run struct {
 	stopOnce sync.Once
 	// stopped is closed when every goroutine of the run has exited.
 	stopped chan struct{}
+	// callsMu guards calls, reaping and stuck.
+	callsMu sync.Mutex
+	// calls are the stage calls running user code now (see guard).
+	calls map[*guardCall]struct{}
+	// reaping is set once the run, stopping, has given up waiting for
+	// callbacks: from then on each call waits at most the grace.
+	reaping bool
+	// stuck are the callbacks abandoned (*CallbackStuckError).
+	stuck []error
 }
+
+// grace is the run's StopGrace.
+func (r *run) grace() time.Duration { return cmp.Or(r.cfg.stopGrace, DefaultStopGrace) }
 
 // MaxWorkers is the most downloads a crawl without Workers(n) runs at once.
 // Such a crawl's pool follows the LimitRules: it runs as many downloads as
@@ -96,6 +110,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		tokens:  make(chan struct{}, workers),
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
+		calls:   map[*guardCall]struct{}{},
 		gate:    limits.NewGate[*Request](c.shared.limiter, parked),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
@@ -279,38 +294,52 @@ func (r *run) drainErrors() {
 // them to OnError and counts the request finished.
 func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ error) {
 	defer func() { <-r.tokens }()
-	returned := false
+	if r.feedCtx.Err() != nil {
+		// The run is stopping (Stop, or a queue run's context ended):
+		// nothing may start now, not even a request already dispatched.
+		return &Response{Request: req, Ctx: req.Ctx, err: errNotStarted}, nil
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
-			return
-		}
-		if !returned {
-			// A request callback called runtime.Goexit: this goroutine
-			// ends and its response never reaches an analyzer, so the
-			// request is reported and finished here, like a panic.
-			r.abandon(req, &Response{Request: req, Ctx: req.Ctx}, nil)
 		}
 	}()
 	cbs := r.c.snapshotCallbacks()
 	if !r.c.userCodeInFetch(r.cfg, cbs) {
 		// Nothing in the fetch can call Visit, so the goroutine needs no
-		// mark (and the sync-mode goroutine-ID lookup is saved).
-		resp = r.c.fetch(ctx, r.cfg, cbs, req)
-		returned = true
+		// mark (and the sync-mode goroutine-ID lookup is saved), and no
+		// callback can block it.
+		return r.c.fetch(ctx, r.cfg, cbs, req), nil
+	}
+	g, ok := r.guard(req, "download", func() {
+		r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
+	})
+	switch {
+	case !ok:
+		// A callback never returned: req is finished as stuck, and the
+		// analyzer passes this response over.
+		return &Response{Request: req, Ctx: req.Ctx, err: ErrCallbackStuck}, nil
+	case g.panicked:
+		return &Response{Request: req, Ctx: req.Ctx, err: g.exitErr}, nil
+	case g.exitErr != nil:
+		// A request callback called runtime.Goexit: the request is
+		// reported and finished here, like a panic.
+		resp = &Response{Request: req, Ctx: req.Ctx}
+		r.abandon(req, resp, g.exitErr)
 		return resp, nil
 	}
-	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
-	returned = true
 	return resp, nil
 }
 
-// abandon reports and finishes req, whose processing was cut short on this
-// goroutine by runtime.Goexit in a callback (v nil) or by a panic that
-// escaped (v). finish runs even if an OnError callback exits the goroutine
-// again.
-func (r *run) abandon(req *Request, resp *Response, v any) {
-	err := r.c.goexitError(v)
+// errNotStarted is the outcome of a request that a stopping run did not
+// start: it is finished as cut short by Stop (its queue entry released).
+var errNotStarted = fmt.Errorf("%w: request not started", ErrStopped)
+
+// abandon reports and finishes req, whose processing was cut short by err,
+// the error of runtime.Goexit in a callback or of a panic that escaped
+// (see goexitError). finish runs even if an OnError callback exits the
+// goroutine.
+func (r *run) abandon(req *Request, resp *Response, err error) {
 	resp.err = err
 	defer r.finish(req, err)
 	r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(resp, err) })
@@ -332,17 +361,27 @@ func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
 // analyze is the scheduler's parser: it runs the response callbacks and
 // finishes the request.
 func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
-	returned := false
-	defer func() {
-		if !returned {
-			// runtime.Goexit in a callback (or an escaped panic, a
-			// bug): the request never reached finish.
-			r.abandon(resp.Request, resp, recover())
-		}
-	}()
+	req := resp.Request
+	switch {
+	case req.finished.Load():
+		return nil, nil, nil // abandoned in the download stage
+	case errors.Is(resp.err, errNotStarted):
+		r.finish(req, resp.err)
+		return nil, nil, nil
+	}
 	var items []item
-	r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
-	returned = true
+	g, ok := r.guard(req, "engine", func() {
+		r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
+	})
+	if ok && g.exitErr != nil {
+		// runtime.Goexit in a callback (or an escaped panic, a bug):
+		// the request never reached finish.
+		r.abandon(req, resp, g.exitErr)
+		return nil, nil, nil
+	}
+	if !ok {
+		return nil, nil, nil // finished as stuck
+	}
 	return nil, items, nil
 }
 
@@ -353,8 +392,12 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 // A queue run's request cut short by Stop keeps its mark: its entry goes
 // back to the queue and its next delivery holds the mark on.
 func (r *run) finish(req *Request, err error) {
-	stopped := r.ctx.Err() != nil && errors.Is(err, context.Canceled)
-	if err != nil && retryableForget(err) && !(stopped && r.queueMode) {
+	if !req.finished.CompareAndSwap(false, true) {
+		return // finished as stuck while its callback ran on (see guard)
+	}
+	notStarted := errors.Is(err, errNotStarted)
+	stopped := notStarted || (r.ctx.Err() != nil && errors.Is(err, context.Canceled))
+	if err != nil && (retryableForget(err) || notStarted) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
 	req.setFinal(req.attempt, err)
@@ -450,6 +493,19 @@ func (r *run) shutdown() {
 		r.cancel()
 		r.gate.Close()
 		r.wg.Wait()
+		// A callback that has not returned a grace after the cancel is
+		// abandoned, so that the workers, and Stop, do not wait for it.
+		reaped, quit := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(reaped)
+			t := time.NewTimer(r.grace())
+			defer t.Stop()
+			select {
+			case <-t.C:
+				r.reap()
+			case <-quit:
+			}
+		}()
 		// The scheduler may already be stopping itself, having seen r.ctx
 		// end: Stop then refuses, but only once its workers have exited, so
 		// every request they finish settles its queue entry before
@@ -460,6 +516,11 @@ func (r *run) shutdown() {
 				r.c.logger.Warn("stopping scheduler", "err", err)
 			}
 		}
+		close(quit)
+		<-reaped
+		r.callsMu.Lock()
+		r.reaping = true // leftovers' callbacks get a grace each
+		r.callsMu.Unlock()
 		if r.queueMode {
 			r.analyzeLeftovers()
 		}
@@ -479,7 +540,9 @@ func (r *run) analyzeLeftovers() {
 		if resp == nil || resp.err != nil || resp.aborted {
 			continue
 		}
-		r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+		r.guard(resp.Request, "engine", func() {
+			r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+		})
 	}
 }
 
@@ -509,25 +572,35 @@ func (c *Collector) Wait() {
 	}
 }
 
-// Stop ends the current crawl at once (not in Colly): downloads in flight are
-// cancelled, requests waiting in the frontier are dropped (RunQueue releases
-// them back to its queue), and Wait, Visit and RunQueue return. The
-// collector stays usable; a later Visit starts a new crawl. Stop returns
-// once the crawl has stopped, except when called from one of its callbacks,
-// which the crawl would wait for: then it returns at once and Wait waits.
-func (c *Collector) Stop() {
+// Stop ends the current crawl (not in Colly): no request starts any more;
+// downloads in flight get StopGrace (1 s by default) to be answered and
+// their callbacks to run, then the rest is cancelled; requests waiting in
+// the frontier are dropped (RunQueue releases them back to its queue); and
+// Wait, Visit and RunQueue return. Once Stop has returned, no request of the
+// crawl is sent. The collector stays usable; a later Visit starts a new
+// crawl.
+//
+// Stop returns once the crawl has stopped, within about twice StopGrace
+// whatever the callbacks do: a callback still running StopGrace after the
+// cancel is abandoned (its goroutine stays blocked in user code; everything
+// else of the crawl has exited), and Stop returns a *CallbackStuckError for
+// each (errors.Is ErrCallbackStuck); otherwise nil. Called from one of the
+// crawl's own callbacks, which the crawl would wait for, Stop returns nil at
+// once and Wait waits.
+func (c *Collector) Stop() error {
 	c.runMu.Lock()
 	r := c.run
 	c.run = nil
 	if r == nil {
 		c.runMu.Unlock()
-		return
+		return nil
 	}
 	r.aborted.Store(true)
 	if !c.callingFromCallback() {
 		c.runMu.Unlock()
+		r.drain(r.grace())
 		r.shutdown()
-		return
+		return errors.Join(r.stuckErrors()...)
 	}
 	c.stopping = append(c.stopping, r)
 	c.runMu.Unlock()
@@ -539,6 +612,7 @@ func (c *Collector) Stop() {
 		c.stopping = slices.DeleteFunc(c.stopping, func(s *run) bool { return s == r })
 		c.runMu.Unlock()
 	}()
+	return nil
 }
 
 // callingFromCallback reports whether the current goroutine is running one of
@@ -714,7 +788,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	select {
 	case <-r.drained:
 	case <-ctx.Done():
-		r.drain(queueStopGrace)
+		r.drain(r.grace())
 	case <-r.stopped:
 	}
 	c.runMu.Lock()
@@ -723,7 +797,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.runMu.Unlock()
 	r.shutdown()
-	errs := qf.errors()
+	errs := append(qf.errors(), r.stuckErrors()...)
 	if err := ctx.Err(); err != nil {
 		errs = append([]error{err}, errs...)
 	}

@@ -39,6 +39,8 @@ type config struct {
 	maxParked          int
 	queueLookahead     int
 	retry              *RetryOptions
+	stopGrace          time.Duration
+	busyRetries        int
 	stdCtx             context.Context
 	cache              *fileCache
 	redirectMaxHops    int
@@ -86,6 +88,8 @@ func (c *Collector) snapshot() *config {
 		maxParked:          c.maxParked,
 		queueLookahead:     c.queueLookahead,
 		retry:              c.retry,
+		stopGrace:          c.stopGrace,
+		busyRetries:        c.busyRetries,
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
 		redirectCheckDepth: true,

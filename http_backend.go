@@ -513,7 +513,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		c.emit(evRequest, req, requestValues(req))
 	}
 	for _, f := range cbs.request {
-		if err := c.safely("OnRequest", func() { f(req) }); err != nil {
+		if err := c.safelyAt(req, &labelOnRequest, func() { f(req) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -555,7 +555,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		c.emit(evRequestHeaders, req, requestValues(req))
 	}
 	for _, f := range cbs.requestHeaders {
-		if err := c.safely("OnRequestHeaders", func() { f(req) }); err != nil {
+		if err := c.safelyAt(req, &labelOnRequestHeaders, func() { f(req) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -650,7 +650,7 @@ func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error
 	hdr := f.header
 	resp := &Response{StatusCode: f.status, Headers: &hdr, Request: head, Ctx: req.Ctx, Body: []byte{}}
 	for _, cb := range cbs.response {
-		if err := c.safely("OnResponse", func() { cb(resp) }); err != nil {
+		if err := c.safelyAt(req, &labelOnResponse, func() { cb(resp) }); err != nil {
 			return err
 		}
 	}
@@ -679,7 +679,7 @@ func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
 		c.emit(evResponseHeaders, resp.Request, responseValues(resp, nil))
 	}
 	for _, f := range cbs.responseHeaders {
-		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
+		if err := c.safelyAt(resp.Request, &labelOnResponseHeaders, func() { f(resp) }); err != nil {
 			return err
 		}
 	}

@@ -276,3 +276,24 @@ func (p *RetryOptions) backoff(attempt int, random func(int64) int64) time.Durat
 	}
 	return half + time.Duration(random(int64(half)+1))
 }
+
+// DefaultStopGrace is how long Stop, and the end of RunQueue's context, wait
+// for work in progress unless StopGrace says otherwise.
+const DefaultStopGrace = time.Second
+
+// StopGrace sets how long Stop, and the end of RunQueue's (queue.RunContext's)
+// context, wait for work in progress (default DefaultStopGrace, 1 s). First
+// nothing new starts, and the downloads in flight get up to d to be answered
+// and their callbacks to run, so that a request the server has already read
+// is finished rather than fetched again. Then the rest is cancelled, and a
+// callback still running d later (one that never returns) is abandoned: Stop
+// or RunQueue returns a *CallbackStuckError naming it (errors.Is
+// ErrCallbackStuck) and its request is released, not lost. So Stop returns
+// within about 2·d whatever callbacks do. d <= 0 keeps the default.
+func StopGrace(d time.Duration) CollectorOption {
+	return func(c *Collector) {
+		if d > 0 {
+			c.stopGrace = d
+		}
+	}
+}

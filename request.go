@@ -97,6 +97,13 @@ type Request struct {
 	redelivered bool
 	// parentURL is the URL of the page whose callbacks made this request.
 	parentURL string
+	// running names the callback this request's stage work is in (see
+	// safelyAt), for the report of a callback that never returns.
+	running atomic.Pointer[callbackLabel]
+	// finished is set by the first finish of the request: a stage that
+	// abandoned a stuck callback and the callback's late return cannot both
+	// finish it.
+	finished atomic.Bool
 	// run is the run this request is part of, set when it leaves the frontier.
 	run *run
 	// parentRun is the run of the request this one was made from in a callback.
