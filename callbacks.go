@@ -380,7 +380,8 @@ func (r *run) reap() {
 }
 
 // finishStuck finishes the request of an abandoned call with a
-// *CallbackStuckError, unless the call finished it meanwhile. A queue run
+// *CallbackStuckError, which OnError receives, unless the call finished it
+// meanwhile. A queue run
 // that is stopping leaves the entry to front.close, which releases it with
 // a context of its own.
 func (r *run) finishStuck(g *guardCall) {
@@ -402,6 +403,11 @@ func (r *run) finishStuck(g *guardCall) {
 	if req.root != nil {
 		req.root.setFinal(req.attempt, err)
 	}
+	// OnError hears of it, on a guarded goroutine too: the run is reaping,
+	// so an OnError that blocks as well is abandoned after the grace.
+	r.guard(req, "OnError", func() {
+		r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err) })
+	})
 	if !r.queueMode || r.ctx.Err() == nil {
 		r.front.finish(r.ctx, req, false)
 	}

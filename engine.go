@@ -169,6 +169,9 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	go r.dispatch()
 	go r.drainErrors()
 	c.counts.start(time.Now())
+	if done := cfg.stdCtx.Done(); done != nil {
+		r.wg.Go(func() { r.reapAfter(done) })
+	}
 	if cfg.progressEvery > 0 {
 		r.wg.Go(func() { r.progress(ctx, cfg.progressEvery) })
 	}
@@ -268,6 +271,25 @@ func (r *run) drain(grace time.Duration) {
 	case <-quiet:
 	case <-t.C:
 	case <-r.stopped:
+	}
+}
+
+// reapAfter abandons the callbacks still running a grace after done (the
+// StdlibContext) is closed: every fetch fails once it is, so a callback
+// that has not returned by then never will, and a sync Visit or Wait must
+// not wait for it.
+func (r *run) reapAfter(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-r.ctx.Done():
+		return
+	}
+	t := time.NewTimer(r.grace())
+	defer t.Stop()
+	select {
+	case <-t.C:
+		r.reap()
+	case <-r.ctx.Done():
 	}
 }
 
@@ -745,9 +767,10 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // MaxRequests apply to them exactly. RunQueue returns when q has no entries
 // left and nothing is in flight (whether or not the collector is Async), when
 // ctx is done, or on Stop. When ctx is done no further request starts, and
-// downloads in progress get up to a second to finish (their callbacks run);
-// then, as at Stop, the rest is cancelled and entries leased and not
-// finished are released back to q. Each keeps its admission, so it is not
+// downloads in progress get up to StopGrace (a second by default) to finish
+// (their callbacks run); then, as at Stop, the rest is cancelled and entries
+// leased and not finished are released back to q; a callback still running
+// StopGrace later is abandoned and its *CallbackStuckError joins the error. Each keeps its admission, so it is not
 // refused as visited when it comes back; its next delivery counts as one
 // more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
 // its entry is released with a not-before time, so it holds no worker,

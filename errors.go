@@ -198,7 +198,10 @@ var ErrCallbackStuck = errors.New("callback did not return")
 // callback is abandoned, still blocked in user code, and everything the
 // crawl itself started has exited. Its request is not finished: a queue
 // run releases its entry (not acknowledged) for the next run. Stop and
-// RunQueue return it; errors.Is(err, ErrCallbackStuck) holds.
+// RunQueue return it, a sync Visit of that page too, and OnError receives
+// it; errors.Is(err, ErrCallbackStuck) holds. The StdlibContext ending
+// counts as a stop for this: a callback still running StopGrace after it is
+// abandoned, so that Visit and Wait return.
 type CallbackStuckError struct {
 	// Callback is the kind of callback, for example "OnHTML".
 	Callback string
