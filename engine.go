@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -681,21 +682,33 @@ func goroutineID() uint64 {
 }
 
 // maybeRetry sends a failed request back to the frontier when the retry
-// policy allows, and reports whether it did.
+// policy allows, or when the server said "come back later" (see
+// busyRetry), and reports whether it did.
 func (r *run) maybeRetry(resp *Response) bool {
-	p := r.cfg.retry
-	req := resp.Request
-	if p == nil || req.attempt >= p.MaxAttempts || r.ctx.Err() != nil {
+	if r.ctx.Err() != nil {
 		return false
 	}
-	var he *HTTPError
+	p := r.cfg.retry
+	he, isHTTP := errors.AsType[*HTTPError](resp.err)
+	if p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode)) {
+		return r.policyRetry(resp, p, he)
+	}
+	if isHTTP && serverBusy(resp, he.StatusCode) {
+		return r.busyRetry(resp)
+	}
+	return false
+}
+
+// policyRetry is maybeRetry under a RetryPolicy that covers resp's error.
+func (r *run) policyRetry(resp *Response, p *RetryOptions, he *HTTPError) bool {
+	req := resp.Request
+	if req.attempt >= p.MaxAttempts {
+		return false
+	}
 	switch {
 	case errors.Is(resp.err, ErrPrivateNetwork):
 		return false // refused by DenyPrivateNetworks: it would be again
-	case errors.As(resp.err, &he):
-		if !slices.Contains(p.Statuses, he.StatusCode) {
-			return false
-		}
+	case he != nil:
 	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
 		return false
 	}
@@ -707,6 +720,50 @@ func (r *run) maybeRetry(resp *Response) bool {
 	r.c.counts.retries.Add(1)
 	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
+	r.settled()
+	return true
+}
+
+// DefaultBusyRetries is how many times a request the server answered 429,
+// or 503 with Retry-After, is sent again unless BusyRetries says otherwise.
+const DefaultBusyRetries = 5
+
+// serverBusy reports a response that asks the client to come back later: a
+// 429 Too Many Requests, or a 503 Service Unavailable with Retry-After (a
+// bare 503 may be an outage, which only a RetryPolicy retries).
+func serverBusy(resp *Response, status int) bool {
+	if status == http.StatusTooManyRequests {
+		return true
+	}
+	return status == http.StatusServiceUnavailable && resp.Headers != nil && resp.Headers.Get("Retry-After") != ""
+}
+
+// busyRetry sends back a request the server asked to come back later,
+// without a RetryPolicy (or with one that does not list the status): the
+// request waits in the frontier for its Retry-After, and the host's hold
+// (the limiter holds a host after every 429 or 503) keeps it, and the rest of
+// the host's requests, from coming back sooner. At most BusyRetries times
+// per request, each try counted as an attempt; then the last answer goes to
+// OnError as a *RetryError.
+func (r *run) busyRetry(resp *Response) bool {
+	req := resp.Request
+	bound := r.cfg.busyRetries
+	switch {
+	case bound == 0:
+		bound = DefaultBusyRetries
+	case bound < 0:
+		bound = 0
+	}
+	if req.attempt > bound {
+		return false
+	}
+	if err := r.front.retry(r.ctx, req, time.Now().Add(resp.retryAfter)); err != nil {
+		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
+		return false
+	}
+	r.c.counts.busyRetries.Add(1)
+	r.c.logger.Warn("server busy; retrying after the host's hold", "url", req.URL.String(), "method", req.Method,
+		"status", resp.StatusCode, "request_id", req.ID, "attempt", req.attempt, "duration", resp.retryAfter)
 	r.settled()
 	return true
 }

@@ -297,3 +297,22 @@ func StopGrace(d time.Duration) CollectorOption {
 		}
 	}
 }
+
+// BusyRetries sets how many times a request is sent again when the server
+// answers "come back later": 429 Too Many Requests, or 503 Service
+// Unavailable with Retry-After (default DefaultBusyRetries, 5; n <= 0 turns
+// it off). This is on by default and independent of RetryPolicy, which
+// stays off for other errors: the retry waits in the frontier, holding no
+// worker, for the Retry-After and the host's hold (the limiter holds a host
+// after each 429 or 503, with a growing back-off), and each is counted in
+// Stats().BusyRetries. When a RetryPolicy lists the status, the policy
+// alone decides. After the last retry the answer reaches OnError as a
+// *RetryError.
+func BusyRetries(n int) CollectorOption {
+	return func(c *Collector) {
+		if n <= 0 {
+			n = -1
+		}
+		c.busyRetries = n
+	}
+}
