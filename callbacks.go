@@ -239,6 +239,7 @@ var (
 	labelOnResponse        = callbackLabel{kind: "OnResponse"}
 	labelOnScraped         = callbackLabel{kind: "OnScraped"}
 	labelOnError           = callbackLabel{kind: "OnError"}
+	labelItemPipeline      = callbackLabel{kind: "item pipeline"}
 )
 
 // safelyAt is safely for a callback run for req, which it records as

@@ -133,7 +133,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		cancel()
 		return nil, err
 	}
-	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItem)
+	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItemGuarded)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -352,6 +352,22 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 		return resp, nil
 	}
 	return resp, nil
+}
+
+// processItemGuarded is the scheduler's pipeline function: processItem on a
+// guarded goroutine (see guard), since item processors are user code.
+func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err error) {
+	req := it.page.resp.Request
+	req.running.Store(&labelItemPipeline)
+	g, ok := r.guard(req, "item pipeline", func() { out, err = r.processItem(ctx, it) })
+	switch {
+	case !ok:
+		return it, nil // the page is finished as stuck
+	case g.exitErr != nil:
+		r.finish(req, g.exitErr)
+		return it, g.exitErr
+	}
+	return out, err
 }
 
 // errNotStarted is the outcome of a request that a stopping run did not

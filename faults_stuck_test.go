@@ -109,6 +109,17 @@ func TestStuckCallback(t *testing.T) {
 				within(t, "Stop", func() { err = c.Stop() })
 				return err
 			}},
+		{name: "Stop, async, item pipeline", kind: "item pipeline",
+			run: func(t *testing.T, c *Collector, u string, entered <-chan struct{}) error {
+				c.Async = true
+				if err := c.Visit(u); err != nil {
+					t.Fatalf("Visit() error = %v", err)
+				}
+				<-entered
+				var err error
+				within(t, "Stop", func() { err = c.Stop() })
+				return err
+			}},
 		{name: "sync Visit, Stop from another goroutine", kind: "OnHTML", selector: "p.block",
 			run: func(t *testing.T, c *Collector, u string, entered <-chan struct{}) error {
 				visitErr := make(chan error, 1)
@@ -212,6 +223,9 @@ func TestStuckCallback(t *testing.T) {
 				c.OnHTML("p.block", func(*HTMLElement) { blockInCallback(entered, release) })
 			case "OnRequest":
 				c.OnRequest(func(*Request) { blockInCallback(entered, release) })
+			case "item pipeline":
+				c.OnResponse(func(r *Response) { r.Emit("item") })
+				c.Pipeline(func(context.Context, *Item) error { blockInCallback(entered, release); return nil })
 			}
 			err := tt.run(t, c, u, entered)
 			checkStuck(t, err, tt.kind, tt.selector, u)
