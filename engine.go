@@ -457,6 +457,12 @@ func (r *run) finish(req *Request, err error) {
 func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 	if pr := req.parentRun; pr != nil {
 		if pr.queueMode {
+			if req.parent != nil && req.parent.finished.Load() && pr.ctx.Err() != nil {
+				// A callback abandoned as stuck came back after its
+				// run stopped: its page was released, not acknowledged,
+				// and finds the link again when fetched again.
+				return nil, ErrStopped
+			}
 			return pr, pr.front.push(pr.ctx, req, notBefore)
 		}
 		c.runMu.Lock()

@@ -201,7 +201,9 @@ var ErrCallbackStuck = errors.New("callback did not return")
 // RunQueue return it, a sync Visit of that page too, and OnError receives
 // it; errors.Is(err, ErrCallbackStuck) holds. The StdlibContext ending
 // counts as a stop for this: a callback still running StopGrace after it is
-// abandoned, so that Visit and Wait return.
+// abandoned, so that Visit and Wait return. Should the callback return
+// later, the rest of its page's callbacks run on that goroutine, the links
+// they visit are refused (ErrStopped) and the page is not finished again.
 type CallbackStuckError struct {
 	// Callback is the kind of callback, for example "OnHTML".
 	Callback string
