@@ -301,6 +301,9 @@ type guardCall struct {
 	// abandon is closed by giveUp: the stage stops waiting for f.
 	abandon chan struct{}
 	once    sync.Once
+	// timer, once the run reaps, gives up on the call when it has run for
+	// the grace (guarded by the run's callsMu).
+	timer *time.Timer
 }
 
 func (g *guardCall) giveUp() { g.once.Do(func() { close(g.abandon) }) }
@@ -321,11 +324,10 @@ func (r *run) guard(req *Request, panicName string, f func()) (g *guardCall, ok 
 	g = &guardCall{req: req, started: time.Now(), done: make(chan struct{}), abandon: make(chan struct{})}
 	r.callsMu.Lock()
 	r.calls[g] = struct{}{}
-	var t *time.Timer
 	if r.reaping {
 		// The run is stopping and its grace has run out once already:
 		// this call gets a grace of its own.
-		t = time.AfterFunc(r.grace(), g.giveUp)
+		g.timer = time.AfterFunc(r.grace(), g.giveUp)
 	}
 	r.callsMu.Unlock()
 	go func() {
@@ -350,11 +352,11 @@ func (r *run) guard(req *Request, panicName string, f func()) (g *guardCall, ok 
 	case <-g.done:
 	case <-g.abandon:
 	}
-	if t != nil {
-		t.Stop()
-	}
 	r.callsMu.Lock()
 	delete(r.calls, g)
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 	r.callsMu.Unlock()
 	select {
 	case <-g.done:
@@ -365,17 +367,24 @@ func (r *run) guard(req *Request, panicName string, f func()) (g *guardCall, ok 
 	return g, false
 }
 
-// reap abandons every call still running user code, and makes the calls
-// that start from now on wait at most the grace each.
+// reap abandons every call that has run user code for the grace already,
+// and gives each other call, and every call that starts from now on, the
+// rest of its grace: a callback that started a moment ago is not stuck.
 func (r *run) reap() {
+	grace := r.grace()
 	r.callsMu.Lock()
 	r.reaping = true
-	calls := make([]*guardCall, 0, len(r.calls))
+	var stuck []*guardCall
 	for g := range r.calls {
-		calls = append(calls, g)
+		switch ran := time.Since(g.started); {
+		case ran >= grace:
+			stuck = append(stuck, g)
+		case g.timer == nil:
+			g.timer = time.AfterFunc(grace-ran, g.giveUp)
+		}
 	}
 	r.callsMu.Unlock()
-	for _, g := range calls {
+	for _, g := range stuck {
 		g.giveUp()
 	}
 }
