@@ -97,7 +97,7 @@ type Collector struct {
 	queueLookahead int
 	retry          *RetryOptions
 	// stopGrace is StopGrace's period (0: DefaultStopGrace); busyRetries
-	// is MaxBusyRetries' bound (0: DefaultBusyRetries, < 0: none).
+	// is BusyRetries' bound (0: DefaultBusyRetries, < 0: none).
 	stopGrace   time.Duration
 	busyRetries int
 
