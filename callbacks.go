@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/xpath"
@@ -35,14 +37,17 @@ type ScrapedCallback func(*Response)
 
 type htmlCallback struct {
 	selector string
-	matcher  cascadia.Selector
-	fn       HTMLCallback
+	// label names it in a CallbackStuckError.
+	label   callbackLabel
+	matcher cascadia.Selector
+	fn      HTMLCallback
 	// detached is set by OnHTMLDetach; the entry is purged after the current response.
 	detached atomic.Bool
 }
 
 type xmlCallback struct {
 	query    string
+	label    callbackLabel
 	expr     *xpath.Expr
 	fn       XMLCallback
 	detached atomic.Bool
@@ -100,7 +105,9 @@ func (c *Collector) OnHTML(selector string, f HTMLCallback) {
 	if err != nil {
 		panic(fmt.Sprintf("magpie: OnHTML: invalid selector %q: %v", selector, err))
 	}
-	c.updateCallbacks(func(cb *callbacks) { cb.html = append(cb.html, &htmlCallback{selector: selector, matcher: m, fn: f}) })
+	c.updateCallbacks(func(cb *callbacks) {
+		cb.html = append(cb.html, &htmlCallback{selector: selector, label: callbackLabel{"OnHTML", selector}, matcher: m, fn: f})
+	})
 }
 
 // OnHTMLDetach deactivates every OnHTML callback registered with selector.
@@ -120,7 +127,9 @@ func (c *Collector) OnXML(query string, f XMLCallback) {
 	if err != nil {
 		panic(fmt.Sprintf("magpie: OnXML: invalid XPath %q: %v", query, err))
 	}
-	c.updateCallbacks(func(cb *callbacks) { cb.xml = append(cb.xml, &xmlCallback{query: query, expr: e, fn: f}) })
+	c.updateCallbacks(func(cb *callbacks) {
+		cb.xml = append(cb.xml, &xmlCallback{query: query, label: callbackLabel{"OnXML", query}, expr: e, fn: f})
+	})
 }
 
 // OnXMLDetach deactivates every OnXML callback registered with query.
@@ -218,6 +227,31 @@ func (c *Collector) safely(name string, f func()) (err error) {
 	return nil
 }
 
+// callbackLabel names a callback for a CallbackStuckError: its kind and,
+// for OnHTML and OnXML, its selector.
+type callbackLabel struct{ kind, selector string }
+
+// Labels of the callbacks without a selector.
+var (
+	labelOnRequest         = callbackLabel{kind: "OnRequest"}
+	labelOnRequestHeaders  = callbackLabel{kind: "OnRequestHeaders"}
+	labelOnResponseHeaders = callbackLabel{kind: "OnResponseHeaders"}
+	labelOnResponse        = callbackLabel{kind: "OnResponse"}
+	labelOnScraped         = callbackLabel{kind: "OnScraped"}
+	labelOnError           = callbackLabel{kind: "OnError"}
+	labelItemPipeline      = callbackLabel{kind: "item pipeline"}
+)
+
+// safelyAt is safely for a callback run for req, which it records as
+// running, so that a callback that never returns can be named (see
+// run.guard); the cost is one atomic store.
+func (c *Collector) safelyAt(req *Request, label *callbackLabel, f func()) error {
+	if req != nil {
+		req.running.Store(label)
+	}
+	return c.safely(label.kind, f)
+}
+
 // goexitError is the error for a request whose processing was cut short on
 // this goroutine by a panic that escaped (v, a bug) or, v nil, by
 // runtime.Goexit in the callback safely noted.
@@ -242,7 +276,7 @@ func (c *Collector) handleOnError(resp *Response, err error) {
 	}
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.err {
-		if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
+		if perr := c.safelyAt(resp.Request, &labelOnError, func() { f(resp, err) }); perr != nil {
 			c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
 		}
 	}
@@ -253,4 +287,146 @@ func urlString(r *Request) string {
 		return ""
 	}
 	return r.URL.String()
+}
+
+// guardCall is one stage call that runs user code for a request (see guard).
+type guardCall struct {
+	req     *Request
+	started time.Time
+	// done is closed when f has returned, or ended by a panic or
+	// runtime.Goexit (then exitErr is set, and panicked for a panic).
+	done     chan struct{}
+	exitErr  error
+	panicked bool
+	// abandon is closed by giveUp: the stage stops waiting for f.
+	abandon chan struct{}
+	once    sync.Once
+	// timer, once the run reaps, gives up on the call when it has run for
+	// the grace (guarded by the run's callsMu).
+	timer *time.Timer
+}
+
+func (g *guardCall) giveUp() { g.once.Do(func() { close(g.abandon) }) }
+
+// guard runs f, the part of a stage that runs user code for req, on a
+// goroutine of its own and waits for it, so that a callback that never
+// returns can be abandoned when the run stops (see reap): Go cannot end a
+// goroutine from outside, but the stage's worker, which the run must wait
+// for, need not wait with it. It reports false when f was abandoned; req is
+// then finished as stuck (finishStuck), and f's goroutine, if it ever
+// returns, finds req finished and stops there. A panic that escapes f is
+// reported as a *CallbackPanicError named panicName, and runtime.Goexit in a
+// callback as goexitError does, in g.exitErr.
+//
+// One goroutine per response (not per callback) costs about a microsecond,
+// small beside parsing the page.
+func (r *run) guard(req *Request, panicName string, f func()) (g *guardCall, ok bool) {
+	g = &guardCall{req: req, started: time.Now(), done: make(chan struct{}), abandon: make(chan struct{})}
+	r.callsMu.Lock()
+	r.calls[g] = struct{}{}
+	if r.reaping {
+		// The run is stopping and its grace has run out once already:
+		// this call gets a grace of its own.
+		g.timer = time.AfterFunc(r.grace(), g.giveUp)
+	}
+	r.callsMu.Unlock()
+	go func() {
+		returned := false
+		defer func() {
+			if !returned {
+				// On this goroutine: goexitError finds the callback
+				// that safely noted here.
+				if v := recover(); v != nil {
+					g.panicked = true
+					g.exitErr = &CallbackPanicError{Callback: panicName, Value: v, Stack: debug.Stack()}
+				} else {
+					g.exitErr = r.c.goexitError(nil)
+				}
+			}
+			close(g.done)
+		}()
+		f()
+		returned = true
+	}()
+	select {
+	case <-g.done:
+	case <-g.abandon:
+	}
+	r.callsMu.Lock()
+	delete(r.calls, g)
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	r.callsMu.Unlock()
+	select {
+	case <-g.done:
+		return g, true
+	default:
+	}
+	r.finishStuck(g)
+	return g, false
+}
+
+// reap abandons every call that has run user code for the grace already,
+// and gives each other call, and every call that starts from now on, the
+// rest of its grace: a callback that started a moment ago is not stuck.
+func (r *run) reap() {
+	grace := r.grace()
+	r.callsMu.Lock()
+	r.reaping = true
+	var stuck []*guardCall
+	for g := range r.calls {
+		switch ran := time.Since(g.started); {
+		case ran >= grace:
+			stuck = append(stuck, g)
+		case g.timer == nil:
+			g.timer = time.AfterFunc(grace-ran, g.giveUp)
+		}
+	}
+	r.callsMu.Unlock()
+	for _, g := range stuck {
+		g.giveUp()
+	}
+}
+
+// finishStuck finishes the request of an abandoned call with a
+// *CallbackStuckError, which OnError receives, unless the call finished it
+// meanwhile. A queue run
+// that is stopping leaves the entry to front.close, which releases it with
+// a context of its own.
+func (r *run) finishStuck(g *guardCall) {
+	req := g.req
+	if !req.finished.CompareAndSwap(false, true) {
+		return
+	}
+	label := req.running.Load()
+	if label == nil {
+		label = &callbackLabel{kind: "callback"}
+	}
+	err := &CallbackStuckError{Callback: label.kind, Selector: label.selector, URL: urlString(req), Running: time.Since(g.started)}
+	r.callsMu.Lock()
+	r.stuck = append(r.stuck, err)
+	r.callsMu.Unlock()
+	r.c.logger.Error("callback did not return; abandoned", "url", urlString(req), "method", req.Method,
+		"request_id", req.ID, "duration", err.Running, "err", err)
+	req.setFinal(req.attempt, err)
+	if req.root != nil {
+		req.root.setFinal(req.attempt, err)
+	}
+	// OnError hears of it, on a guarded goroutine too: the run is reaping,
+	// so an OnError that blocks as well is abandoned after the grace.
+	r.guard(req, "OnError", func() {
+		r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err) })
+	})
+	if !r.queueMode || r.ctx.Err() == nil {
+		r.front.finish(r.ctx, req, false)
+	}
+	r.settled()
+}
+
+// stuckErrors returns the callbacks the run abandoned.
+func (r *run) stuckErrors() []error {
+	r.callsMu.Lock()
+	defer r.callsMu.Unlock()
+	return slices.Clone(r.stuck)
 }

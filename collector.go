@@ -98,6 +98,10 @@ type Collector struct {
 	retry          *RetryOptions
 	// maxPending is MaxPending's n (0: DefaultMaxPending).
 	maxPending int
+	// stopGrace is StopGrace's period (0: DefaultStopGrace); busyRetries
+	// is BusyRetries' bound (0: DefaultBusyRetries, < 0: none).
+	stopGrace   time.Duration
+	busyRetries int
 
 	// shared is what clones share: HTTP backend, limits, storage, robots.
 	shared *shared
@@ -197,6 +201,8 @@ func (c *Collector) Clone() *Collector {
 		queueLookahead:         c.queueLookahead,
 		maxPending:             c.maxPending,
 		retry:                  c.retry,
+		stopGrace:              c.stopGrace,
+		busyRetries:            c.busyRetries,
 		sitemapsFromRobots:     c.sitemapsFromRobots,
 		sitemapSince:           c.sitemapSince,
 		progressEvery:          c.progressEvery,
@@ -545,14 +551,14 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 		c.emit(evResponse, resp.Request, responseValues(resp, nil))
 	}
 	for _, f := range cbs.response {
-		report(c.safely("OnResponse", func() { f(resp) }))
+		report(c.safelyAt(resp.Request, &labelOnResponse, func() { f(resp) }))
 	}
 	c.runDocumentCallbacks(cbs, resp, report)
 	if c.debugging() {
 		c.emit(evScraped, resp.Request, map[string]string{"url": urlString(resp.Request)})
 	}
 	for _, f := range cbs.scraped {
-		report(c.safely("OnScraped", func() { f(resp) }))
+		report(c.safelyAt(resp.Request, &labelOnScraped, func() { f(resp) }))
 	}
 	if slices.ContainsFunc(cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() }) ||
 		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
@@ -614,7 +620,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": urlString(req)})
 					}
 					i++
-					report(c.safely("OnHTML", func() { cb.fn(e) }))
+					report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 				}
 			})
 		}
@@ -628,7 +634,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
 				}
 				e.Index = i
-				report(c.safely("OnXML", func() { cb.fn(e) }))
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 			}
 		}
 	case isXML && len(cbs.xml) > 0:
@@ -647,7 +653,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
 				}
 				e.Index = i
-				report(c.safely("OnXML", func() { cb.fn(e) }))
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 			}
 		}
 	}

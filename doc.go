@@ -28,6 +28,8 @@
 // A Visit from inside a callback never waits. In sync mode (the default) a
 // top-level Visit returns when the crawl it started is done; with Async, Visit
 // returns once admitted and Wait returns when the crawl is done. Stop cancels
-// a crawl. No goroutine of a crawl outlives Wait, Stop or RunQueue. Do not
-// call Wait from a callback.
+// a crawl. No goroutine of a crawl outlives Wait, Stop or RunQueue, except
+// one blocked in a callback that never returns: StopGrace after the crawl
+// was told to stop it is abandoned, and its request reported with
+// ErrCallbackStuck. Do not call Wait from a callback.
 package magpie

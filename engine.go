@@ -2,11 +2,14 @@ package magpie
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -58,7 +61,19 @@ type run struct {
 	stopOnce sync.Once
 	// stopped is closed when every goroutine of the run has exited.
 	stopped chan struct{}
+	// callsMu guards calls, reaping and stuck.
+	callsMu sync.Mutex
+	// calls are the stage calls running user code now (see guard).
+	calls map[*guardCall]struct{}
+	// reaping is set once the run, stopping, has given up waiting for
+	// callbacks: from then on each call waits at most the grace.
+	reaping bool
+	// stuck are the callbacks abandoned (*CallbackStuckError).
+	stuck []error
 }
+
+// grace is the run's StopGrace.
+func (r *run) grace() time.Duration { return cmp.Or(r.cfg.stopGrace, DefaultStopGrace) }
 
 // MaxWorkers is the most downloads a crawl without Workers(n) runs at once.
 // Such a crawl's pool follows the LimitRules: it runs as many downloads as
@@ -96,6 +111,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		tokens:  make(chan struct{}, workers),
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
+		calls:   map[*guardCall]struct{}{},
 		gate:    limits.NewGate[*Request](c.shared.limiter, parked),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
@@ -117,7 +133,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		cancel()
 		return nil, err
 	}
-	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItem)
+	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItemGuarded)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -154,6 +170,9 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	go r.dispatch()
 	go r.drainErrors()
 	c.counts.start(time.Now())
+	if done := cfg.stdCtx.Done(); done != nil {
+		r.wg.Go(func() { r.reapAfter(done) })
+	}
 	if cfg.progressEvery > 0 {
 		r.wg.Go(func() { r.progress(ctx, cfg.progressEvery) })
 	}
@@ -256,6 +275,25 @@ func (r *run) drain(grace time.Duration) {
 	}
 }
 
+// reapAfter abandons the callbacks still running a grace after done (the
+// StdlibContext) is closed: every fetch fails once it is, so a callback
+// that has not returned by then never will, and a sync Visit or Wait must
+// not wait for it.
+func (r *run) reapAfter(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-r.ctx.Done():
+		return
+	}
+	t := time.NewTimer(r.grace())
+	defer t.Stop()
+	select {
+	case <-t.C:
+		r.reap()
+	case <-r.ctx.Done():
+	}
+}
+
 // drainErrors logs what the scheduler reports. The download and analyze
 // modules never fail on purpose, so anything here is a bug worth a warning.
 func (r *run) drainErrors() {
@@ -279,38 +317,68 @@ func (r *run) drainErrors() {
 // them to OnError and counts the request finished.
 func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ error) {
 	defer func() { <-r.tokens }()
-	returned := false
+	if r.feedCtx.Err() != nil {
+		// The run is stopping (Stop, or a queue run's context ended):
+		// nothing may start now, not even a request already dispatched.
+		return &Response{Request: req, Ctx: req.Ctx, err: errNotStarted}, nil
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
-			return
-		}
-		if !returned {
-			// A request callback called runtime.Goexit: this goroutine
-			// ends and its response never reaches an analyzer, so the
-			// request is reported and finished here, like a panic.
-			r.abandon(req, &Response{Request: req, Ctx: req.Ctx}, nil)
 		}
 	}()
 	cbs := r.c.snapshotCallbacks()
 	if !r.c.userCodeInFetch(r.cfg, cbs) {
 		// Nothing in the fetch can call Visit, so the goroutine needs no
-		// mark (and the sync-mode goroutine-ID lookup is saved).
-		resp = r.c.fetch(ctx, r.cfg, cbs, req)
-		returned = true
+		// mark (and the sync-mode goroutine-ID lookup is saved), and no
+		// callback can block it.
+		return r.c.fetch(ctx, r.cfg, cbs, req), nil
+	}
+	g, ok := r.guard(req, "download", func() {
+		r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
+	})
+	switch {
+	case !ok:
+		// A callback never returned: req is finished as stuck, and the
+		// analyzer passes this response over.
+		return &Response{Request: req, Ctx: req.Ctx, err: ErrCallbackStuck}, nil
+	case g.panicked:
+		return &Response{Request: req, Ctx: req.Ctx, err: g.exitErr}, nil
+	case g.exitErr != nil:
+		// A request callback called runtime.Goexit: the request is
+		// reported and finished here, like a panic.
+		resp = &Response{Request: req, Ctx: req.Ctx}
+		r.abandon(req, resp, g.exitErr)
 		return resp, nil
 	}
-	r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
-	returned = true
 	return resp, nil
 }
 
-// abandon reports and finishes req, whose processing was cut short on this
-// goroutine by runtime.Goexit in a callback (v nil) or by a panic that
-// escaped (v). finish runs even if an OnError callback exits the goroutine
-// again.
-func (r *run) abandon(req *Request, resp *Response, v any) {
-	err := r.c.goexitError(v)
+// processItemGuarded is the scheduler's pipeline function: processItem on a
+// guarded goroutine (see guard), since item processors are user code.
+func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err error) {
+	req := it.page.resp.Request
+	req.running.Store(&labelItemPipeline)
+	g, ok := r.guard(req, "item pipeline", func() { out, err = r.processItem(ctx, it) })
+	switch {
+	case !ok:
+		return it, nil // the page is finished as stuck
+	case g.exitErr != nil:
+		r.finish(req, g.exitErr)
+		return it, g.exitErr
+	}
+	return out, err
+}
+
+// errNotStarted is the outcome of a request that a stopping run did not
+// start: it is finished as cut short by Stop (its queue entry released).
+var errNotStarted = fmt.Errorf("%w: request not started", ErrStopped)
+
+// abandon reports and finishes req, whose processing was cut short by err,
+// the error of runtime.Goexit in a callback or of a panic that escaped
+// (see goexitError). finish runs even if an OnError callback exits the
+// goroutine.
+func (r *run) abandon(req *Request, resp *Response, err error) {
 	resp.err = err
 	defer r.finish(req, err)
 	r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(resp, err) })
@@ -332,17 +400,27 @@ func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
 // analyze is the scheduler's parser: it runs the response callbacks and
 // finishes the request.
 func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
-	returned := false
-	defer func() {
-		if !returned {
-			// runtime.Goexit in a callback (or an escaped panic, a
-			// bug): the request never reached finish.
-			r.abandon(resp.Request, resp, recover())
-		}
-	}()
+	req := resp.Request
+	switch {
+	case req.finished.Load():
+		return nil, nil, nil // abandoned in the download stage
+	case errors.Is(resp.err, errNotStarted):
+		r.finish(req, resp.err)
+		return nil, nil, nil
+	}
 	var items []item
-	r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
-	returned = true
+	g, ok := r.guard(req, "engine", func() {
+		r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
+	})
+	if ok && g.exitErr != nil {
+		// runtime.Goexit in a callback (or an escaped panic, a bug):
+		// the request never reached finish.
+		r.abandon(req, resp, g.exitErr)
+		return nil, nil, nil
+	}
+	if !ok {
+		return nil, nil, nil // finished as stuck
+	}
 	return nil, items, nil
 }
 
@@ -353,8 +431,12 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 // A queue run's request cut short by Stop keeps its mark: its entry goes
 // back to the queue and its next delivery holds the mark on.
 func (r *run) finish(req *Request, err error) {
-	stopped := r.ctx.Err() != nil && errors.Is(err, context.Canceled)
-	if err != nil && retryableForget(err) && !(stopped && r.queueMode) {
+	if !req.finished.CompareAndSwap(false, true) {
+		return // finished as stuck while its callback ran on (see guard)
+	}
+	notStarted := errors.Is(err, errNotStarted)
+	stopped := notStarted || (r.ctx.Err() != nil && errors.Is(err, context.Canceled))
+	if err != nil && (retryableForget(err) || notStarted) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
 	req.setFinal(req.attempt, err)
@@ -375,6 +457,12 @@ func (r *run) finish(req *Request, err error) {
 func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 	if pr := req.parentRun; pr != nil {
 		if pr.queueMode {
+			if req.parent != nil && req.parent.finished.Load() && pr.ctx.Err() != nil {
+				// A callback abandoned as stuck came back after its
+				// run stopped: its page was released, not acknowledged,
+				// and finds the link again when fetched again.
+				return nil, ErrStopped
+			}
 			return pr, pr.front.push(pr.ctx, req, notBefore)
 		}
 		c.runMu.Lock()
@@ -450,6 +538,19 @@ func (r *run) shutdown() {
 		r.cancel()
 		r.gate.Close()
 		r.wg.Wait()
+		// A callback that has not returned a grace after the cancel is
+		// abandoned, so that the workers, and Stop, do not wait for it.
+		reaped, quit := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(reaped)
+			t := time.NewTimer(r.grace())
+			defer t.Stop()
+			select {
+			case <-t.C:
+				r.reap()
+			case <-quit:
+			}
+		}()
 		// The scheduler may already be stopping itself, having seen r.ctx
 		// end: Stop then refuses, but only once its workers have exited, so
 		// every request they finish settles its queue entry before
@@ -460,6 +561,11 @@ func (r *run) shutdown() {
 				r.c.logger.Warn("stopping scheduler", "err", err)
 			}
 		}
+		close(quit)
+		<-reaped
+		r.callsMu.Lock()
+		r.reaping = true // leftovers' callbacks get a grace each
+		r.callsMu.Unlock()
 		if r.queueMode {
 			r.analyzeLeftovers()
 		}
@@ -479,7 +585,9 @@ func (r *run) analyzeLeftovers() {
 		if resp == nil || resp.err != nil || resp.aborted {
 			continue
 		}
-		r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+		r.guard(resp.Request, "engine", func() {
+			r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+		})
 	}
 }
 
@@ -509,25 +617,35 @@ func (c *Collector) Wait() {
 	}
 }
 
-// Stop ends the current crawl at once (not in Colly): downloads in flight are
-// cancelled, requests waiting in the frontier are dropped (RunQueue releases
-// them back to its queue), and Wait, Visit and RunQueue return. The
-// collector stays usable; a later Visit starts a new crawl. Stop returns
-// once the crawl has stopped, except when called from one of its callbacks,
-// which the crawl would wait for: then it returns at once and Wait waits.
-func (c *Collector) Stop() {
+// Stop ends the current crawl (not in Colly): no request starts any more;
+// downloads in flight get StopGrace (1 s by default) to be answered and
+// their callbacks to run, then the rest is cancelled; requests waiting in
+// the frontier are dropped (RunQueue releases them back to its queue); and
+// Wait, Visit and RunQueue return. Once Stop has returned, no request of the
+// crawl is sent. The collector stays usable; a later Visit starts a new
+// crawl.
+//
+// Stop returns once the crawl has stopped, within about twice StopGrace
+// whatever the callbacks do: a callback still running StopGrace after the
+// cancel is abandoned (its goroutine stays blocked in user code; everything
+// else of the crawl has exited), and Stop returns a *CallbackStuckError for
+// each (errors.Is ErrCallbackStuck); otherwise nil. Called from one of the
+// crawl's own callbacks, which the crawl would wait for, Stop returns nil at
+// once and Wait waits.
+func (c *Collector) Stop() error {
 	c.runMu.Lock()
 	r := c.run
 	c.run = nil
 	if r == nil {
 		c.runMu.Unlock()
-		return
+		return nil
 	}
 	r.aborted.Store(true)
 	if !c.callingFromCallback() {
 		c.runMu.Unlock()
+		r.drain(r.grace())
 		r.shutdown()
-		return
+		return errors.Join(r.stuckErrors()...)
 	}
 	c.stopping = append(c.stopping, r)
 	c.runMu.Unlock()
@@ -539,6 +657,7 @@ func (c *Collector) Stop() {
 		c.stopping = slices.DeleteFunc(c.stopping, func(s *run) bool { return s == r })
 		c.runMu.Unlock()
 	}()
+	return nil
 }
 
 // callingFromCallback reports whether the current goroutine is running one of
@@ -585,21 +704,33 @@ func goroutineID() uint64 {
 }
 
 // maybeRetry sends a failed request back to the frontier when the retry
-// policy allows, and reports whether it did.
+// policy allows, or when the server said "come back later" (see
+// busyRetry), and reports whether it did.
 func (r *run) maybeRetry(resp *Response) bool {
-	p := r.cfg.retry
-	req := resp.Request
-	if p == nil || req.attempt >= p.MaxAttempts || r.ctx.Err() != nil {
+	if r.ctx.Err() != nil {
 		return false
 	}
-	var he *HTTPError
+	p := r.cfg.retry
+	he, isHTTP := errors.AsType[*HTTPError](resp.err)
+	if p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode)) {
+		return r.policyRetry(resp, p, he)
+	}
+	if isHTTP && serverBusy(resp, he.StatusCode) {
+		return r.busyRetry(resp)
+	}
+	return false
+}
+
+// policyRetry is maybeRetry under a RetryPolicy that covers resp's error.
+func (r *run) policyRetry(resp *Response, p *RetryOptions, he *HTTPError) bool {
+	req := resp.Request
+	if req.attempt >= p.MaxAttempts {
+		return false
+	}
 	switch {
 	case errors.Is(resp.err, ErrPrivateNetwork):
 		return false // refused by DenyPrivateNetworks: it would be again
-	case errors.As(resp.err, &he):
-		if !slices.Contains(p.Statuses, he.StatusCode) {
-			return false
-		}
+	case he != nil:
 	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
 		return false
 	}
@@ -611,6 +742,50 @@ func (r *run) maybeRetry(resp *Response) bool {
 	r.c.counts.retries.Add(1)
 	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
+	r.settled()
+	return true
+}
+
+// DefaultBusyRetries is how many times a request the server answered 429,
+// or 503 with Retry-After, is sent again unless BusyRetries says otherwise.
+const DefaultBusyRetries = 5
+
+// serverBusy reports a response that asks the client to come back later: a
+// 429 Too Many Requests, or a 503 Service Unavailable with Retry-After (a
+// bare 503 may be an outage, which only a RetryPolicy retries).
+func serverBusy(resp *Response, status int) bool {
+	if status == http.StatusTooManyRequests {
+		return true
+	}
+	return status == http.StatusServiceUnavailable && resp.Headers != nil && resp.Headers.Get("Retry-After") != ""
+}
+
+// busyRetry sends back a request the server asked to come back later,
+// without a RetryPolicy (or with one that does not list the status): the
+// request waits in the frontier for its Retry-After, and the host's hold
+// (the limiter holds a host after every 429 or 503) keeps it, and the rest of
+// the host's requests, from coming back sooner. At most BusyRetries times
+// per request, each try counted as an attempt; then the last answer goes to
+// OnError as a *RetryError.
+func (r *run) busyRetry(resp *Response) bool {
+	req := resp.Request
+	bound := r.cfg.busyRetries
+	switch {
+	case bound == 0:
+		bound = DefaultBusyRetries
+	case bound < 0:
+		bound = 0
+	}
+	if req.attempt > bound {
+		return false
+	}
+	if err := r.front.retry(r.ctx, req, time.Now().Add(resp.retryAfter)); err != nil {
+		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
+		return false
+	}
+	r.c.counts.busyRetries.Add(1)
+	r.c.logger.Warn("server busy; retrying after the host's hold", "url", req.URL.String(), "method", req.Method,
+		"status", resp.StatusCode, "request_id", req.ID, "attempt", req.attempt, "duration", resp.retryAfter)
 	r.settled()
 	return true
 }
@@ -671,9 +846,10 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // MaxRequests apply to them exactly. RunQueue returns when q has no entries
 // left and nothing is in flight (whether or not the collector is Async), when
 // ctx is done, or on Stop. When ctx is done no further request starts, and
-// downloads in progress get up to a second to finish (their callbacks run);
-// then, as at Stop, the rest is cancelled and entries leased and not
-// finished are released back to q. Each keeps its admission, so it is not
+// downloads in progress get up to StopGrace (a second by default) to finish
+// (their callbacks run); then, as at Stop, the rest is cancelled and entries
+// leased and not finished are released back to q; a callback still running
+// StopGrace later is abandoned and its *CallbackStuckError joins the error. Each keeps its admission, so it is not
 // refused as visited when it comes back; its next delivery counts as one
 // more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
 // its entry is released with a not-before time, so it holds no worker,
@@ -714,7 +890,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	select {
 	case <-r.drained:
 	case <-ctx.Done():
-		r.drain(queueStopGrace)
+		r.drain(r.grace())
 	case <-r.stopped:
 	}
 	c.runMu.Lock()
@@ -723,7 +899,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.runMu.Unlock()
 	r.shutdown()
-	errs := qf.errors()
+	errs := append(qf.errors(), r.stuckErrors()...)
 	if err := ctx.Err(); err != nil {
 		errs = append([]error{err}, errs...)
 	}

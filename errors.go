@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
@@ -186,3 +187,50 @@ func (e *StorageError) Unwrap() []error { return []error{ErrStorageUnavailable, 
 // finished. The request is not marked visited, so a later link to it is
 // admitted once there is room.
 var ErrFrontierFull = errors.New("in-memory frontier full (MaxPending)")
+
+// ErrInformationalResponse is returned when a server answers a request with
+// a 1xx status as its final response (a 101 Switching Protocols to a request
+// that asked for no upgrade): the request failed (OnError), and its
+// connection is closed unread.
+var ErrInformationalResponse = errors.New("final response with a 1xx status")
+
+// ErrCallbackStuck is wrapped by every *CallbackStuckError: a callback did
+// not return within the stop grace period (StopGrace) after its crawl was
+// stopped, so the crawl was ended without it.
+var ErrCallbackStuck = errors.New("callback did not return")
+
+// CallbackStuckError reports a callback that was still running StopGrace
+// after its crawl was told to stop (Stop, the end of RunQueue's context).
+// Go cannot stop a goroutine from outside: the goroutine running the
+// callback is abandoned, still blocked in user code, and everything the
+// crawl itself started has exited. Its request is not finished: a queue
+// run releases its entry (not acknowledged) for the next run. Stop and
+// RunQueue return it, a sync Visit of that page too, and OnError receives
+// it; errors.Is(err, ErrCallbackStuck) holds. The StdlibContext ending
+// counts as a stop for this: a callback still running StopGrace after it is
+// abandoned, so that Visit and Wait return. Should the callback return
+// later, the rest of its page's callbacks run on that goroutine, the links
+// they visit are refused (ErrStopped) and the page is not finished again.
+type CallbackStuckError struct {
+	// Callback is the kind of callback, for example "OnHTML".
+	Callback string
+	// Selector is the OnHTML selector or OnXML query ("" for other kinds).
+	Selector string
+	// URL is the URL of the request whose callback is stuck.
+	URL string
+	// Running is how long the request's stage had been running when it
+	// was abandoned.
+	Running time.Duration
+}
+
+// Error implements error.
+func (e *CallbackStuckError) Error() string {
+	name := e.Callback
+	if e.Selector != "" {
+		name += fmt.Sprintf("(%q)", e.Selector)
+	}
+	return fmt.Sprintf("%s callback for %s did not return after %v; abandoned", name, e.URL, e.Running.Round(time.Millisecond))
+}
+
+// Unwrap returns ErrCallbackStuck.
+func (e *CallbackStuckError) Unwrap() error { return ErrCallbackStuck }

@@ -40,6 +40,8 @@ type config struct {
 	queueLookahead     int
 	maxPending         int // the in-memory frontier's bound; 0: none
 	retry              *RetryOptions
+	stopGrace          time.Duration
+	busyRetries        int
 	stdCtx             context.Context
 	cache              *fileCache
 	redirectMaxHops    int
@@ -88,6 +90,8 @@ func (c *Collector) snapshot() *config {
 		queueLookahead:     c.queueLookahead,
 		maxPending:         pendingBound(c.maxPending),
 		retry:              c.retry,
+		stopGrace:          c.stopGrace,
+		busyRetries:        c.busyRetries,
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
 		redirectCheckDepth: true,

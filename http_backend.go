@@ -513,7 +513,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		c.emit(evRequest, req, requestValues(req))
 	}
 	for _, f := range cbs.request {
-		if err := c.safely("OnRequest", func() { f(req) }); err != nil {
+		if err := c.safelyAt(req, &labelOnRequest, func() { f(req) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -555,7 +555,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		c.emit(evRequestHeaders, req, requestValues(req))
 	}
 	for _, f := range cbs.requestHeaders {
-		if err := c.safely("OnRequestHeaders", func() { f(req) }); err != nil {
+		if err := c.safelyAt(req, &labelOnRequestHeaders, func() { f(req) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -592,6 +592,20 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		req.URL = f.finalURL
 	}
 	resp.StatusCode, resp.Headers, resp.Redirects, resp.Trace = f.status, &f.header, f.redirects, f.trace
+	if f.status < 200 {
+		// net/http skips interim 1xx responses, so this one was final: a
+		// 101 to a request that asked for no upgrade hands the connection
+		// over, and its body, the raw connection, obeys no timeout.
+		c.responseCount.Add(1)
+		c.counts.response(f.status, 0)
+		result.StatusCode = f.status
+		return fail(fmt.Errorf("%w: %s", ErrInformationalResponse, f.statusText))
+	}
+	// A body that ignores the request's context (a switched protocol's
+	// connection, a RoundTripper of the user's) is closed when the context
+	// ends, so that Stop never waits on a read.
+	stopClosing := context.AfterFunc(hctx, func() { _ = f.body.Close() })
+	defer stopClosing()
 	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
 	result.StatusCode, result.RetryAfter = f.status, resp.retryAfter
 	if err := c.responseHeaders(cbs, resp); err != nil {
@@ -607,7 +621,9 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	if truncated {
 		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.String(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
 	}
-	if useCache {
+	if useCache && !truncated {
+		// A body cut at MaxBodySize is not the page: cached, it would be
+		// replayed as whole (Truncated false) to this run and the next.
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
 		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
 			c.logger.Warn("caching response", "url", req.URL.String(), "err", err)
@@ -634,7 +650,7 @@ func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error
 	hdr := f.header
 	resp := &Response{StatusCode: f.status, Headers: &hdr, Request: head, Ctx: req.Ctx, Body: []byte{}}
 	for _, cb := range cbs.response {
-		if err := c.safely("OnResponse", func() { cb(resp) }); err != nil {
+		if err := c.safelyAt(req, &labelOnResponse, func() { cb(resp) }); err != nil {
 			return err
 		}
 	}
@@ -663,7 +679,7 @@ func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
 		c.emit(evResponseHeaders, resp.Request, responseValues(resp, nil))
 	}
 	for _, f := range cbs.responseHeaders {
-		if err := c.safely("OnResponseHeaders", func() { f(resp) }); err != nil {
+		if err := c.safelyAt(resp.Request, &labelOnResponseHeaders, func() { f(resp) }); err != nil {
 			return err
 		}
 	}

@@ -306,3 +306,43 @@ func pendingBound(n int) int {
 	}
 	return n
 }
+
+// DefaultStopGrace is how long Stop, and the end of RunQueue's context, wait
+// for work in progress unless StopGrace says otherwise.
+const DefaultStopGrace = time.Second
+
+// StopGrace sets how long Stop, and the end of RunQueue's (queue.RunContext's)
+// context, wait for work in progress (default DefaultStopGrace, 1 s). First
+// nothing new starts, and the downloads in flight get up to d to be answered
+// and their callbacks to run, so that a request the server has already read
+// is finished rather than fetched again. Then the rest is cancelled, and a
+// callback still running d later (one that never returns) is abandoned: Stop
+// or RunQueue returns a *CallbackStuckError naming it (errors.Is
+// ErrCallbackStuck) and its request is released, not lost. So Stop returns
+// within about 2·d whatever callbacks do. d <= 0 keeps the default.
+func StopGrace(d time.Duration) CollectorOption {
+	return func(c *Collector) {
+		if d > 0 {
+			c.stopGrace = d
+		}
+	}
+}
+
+// BusyRetries sets how many times a request is sent again when the server
+// answers "come back later": 429 Too Many Requests, or 503 Service
+// Unavailable with Retry-After (default DefaultBusyRetries, 5; n <= 0 turns
+// it off). This is on by default and independent of RetryPolicy, which
+// stays off for other errors: the retry waits in the frontier, holding no
+// worker, for the Retry-After and the host's hold (the limiter holds a host
+// after each 429 or 503, with a growing back-off), and each is counted in
+// Stats().BusyRetries. When a RetryPolicy lists the status, the policy
+// alone decides. After the last retry the answer reaches OnError as a
+// *RetryError.
+func BusyRetries(n int) CollectorOption {
+	return func(c *Collector) {
+		if n <= 0 {
+			n = -1
+		}
+		c.busyRetries = n
+	}
+}

@@ -33,6 +33,7 @@ const (
 	RefusedFrontierFull      = "frontier_full"
 	RefusedStopped           = "stopped"
 	RefusedPrivateNetwork    = "private_network"
+	RefusedSitemapNesting    = "sitemap_nesting"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -55,6 +56,7 @@ var refusalReasons = []struct {
 	{ErrQueueFull, RefusedQueueFull},
 	{ErrFrontierFull, RefusedFrontierFull},
 	{ErrStopped, RefusedStopped},
+	{ErrSitemapNesting, RefusedSitemapNesting},
 }
 
 // refusalReason names the refusal err is, or returns "" for an error that is
@@ -82,7 +84,8 @@ type refusalCounts struct {
 
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
-	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull}
+	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
+	RefusedSitemapNesting}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

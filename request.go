@@ -84,6 +84,10 @@ type Request struct {
 	// sitemap marks a sitemap (or sitemap index) document: its response is
 	// read for URLs instead of going to the callbacks.
 	sitemap bool
+	// sitemapLevel is how many sitemap indexes stand above this sitemap
+	// document (0 for one given to VisitSitemap or named by robots.txt);
+	// see MaxSitemapNesting.
+	sitemapLevel int
 	// robotsWait, when set, is when the host's unreachable robots.txt will
 	// be fetched again: the request waits until then and is checked again
 	// before it is sent.
@@ -93,6 +97,13 @@ type Request struct {
 	redelivered bool
 	// parentURL is the URL of the page whose callbacks made this request.
 	parentURL string
+	// running names the callback this request's stage work is in (see
+	// safelyAt), for the report of a callback that never returns.
+	running atomic.Pointer[callbackLabel]
+	// finished is set by the first finish of the request: a stage that
+	// abandoned a stuck callback and the callback's late return cannot both
+	// finish it.
+	finished atomic.Bool
 	// run is the run this request is part of, set when it leaves the frontier.
 	run *run
 	// parentRun is the run of the request this one was made from in a callback.
@@ -278,6 +289,9 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	}
 	req.checkRevisit = true
 	req.sitemap = sitemap
+	if sitemap {
+		req.sitemapLevel = r.sitemapLevel + 1
+	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
 	if r.run != nil && r.run.queueMode {
@@ -332,6 +346,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		attempt:                   r.attempt + 1,
 		robotsWait:                r.robotsWait,
 		sitemap:                   r.sitemap,
+		sitemapLevel:              r.sitemapLevel,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,
@@ -377,6 +392,7 @@ type serializableRequest struct {
 	Marked                    bool   `json:",omitempty"`
 	Parent                    string `json:",omitempty"`
 	Sitemap                   bool   `json:",omitempty"`
+	SitemapLevel              int    `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -415,6 +431,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
 		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
+		SitemapLevel: r.sitemapLevel,
 	})
 }
 
@@ -445,6 +462,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
 		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
+		sitemapLevel: sr.SitemapLevel,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body

@@ -20,6 +20,14 @@ const (
 	MaxSitemapBytes = 50 << 20
 )
 
+// MaxSitemapNesting is how many sitemap indexes may stand above a sitemap.
+// The protocol allows one (an index lists sitemaps, not indexes); one more
+// level is followed, as some sites nest an index per section. The entries
+// of an index nested deeper are refused with ErrSitemapNesting (OnRefused,
+// Stats().Refused["sitemap_nesting"]), so an index whose every level names
+// a new index ends.
+const MaxSitemapNesting = 2
+
 var (
 	// ErrSitemapTooLarge is reported when a sitemap exceeds MaxSitemapURLs
 	// URLs or MaxSitemapBytes bytes; the URLs before the limit are visited.
@@ -27,6 +35,9 @@ var (
 	// ErrSitemapInvalid is reported when a sitemap is neither a <urlset>
 	// nor a <sitemapindex>, or its XML is broken.
 	ErrSitemapInvalid = errors.New("invalid sitemap")
+	// ErrSitemapNesting is returned for an entry of a sitemap index that has
+	// MaxSitemapNesting indexes above it already; the entry is not fetched.
+	ErrSitemapNesting = errors.New("sitemap index nested too deep")
 )
 
 // VisitSitemap fetches the sitemap (or sitemap index) at u, plain or
@@ -135,6 +146,10 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 				}
 			}
 		}
+		if root == "sitemapindex" && req.sitemapLevel >= MaxSitemapNesting {
+			c.refuseNestedSitemap(req, u)
+			return
+		}
 		// Refusals are reported by the child path; they do not fail the sitemap.
 		_ = req.childAt(http.MethodGet, u, req.Depth, root == "sitemapindex", nil, nil)
 	}
@@ -213,4 +228,24 @@ func parseW3CDate(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// refuseNestedSitemap refuses loc, an entry of the sitemap index req that
+// already has MaxSitemapNesting indexes above it, without fetching it.
+func (c *Collector) refuseNestedSitemap(req *Request, loc string) {
+	var child *Request
+	var err error
+	if abs := req.resolve(loc); abs != nil {
+		child, err = c.newRequestURL(abs, http.MethodGet, req.Depth, nil, req.Ctx.Clone(), nil)
+	} else {
+		child, err = c.newRequest(loc, http.MethodGet, req.Depth, nil, req.Ctx.Clone(), nil)
+	}
+	if err == nil {
+		child.sitemap = true
+		child.sitemapLevel = req.sitemapLevel + 1
+		child.parentURL = urlString(req)
+		err = fmt.Errorf("%w: %s is listed by %s, which has %d sitemap indexes above it", ErrSitemapNesting, loc, req.URL, req.sitemapLevel)
+	}
+	child.err = err
+	c.refuse(child, err)
 }

@@ -47,6 +47,10 @@ type Stats struct {
 	FragmentLinks uint64 `json:"fragment_links"`
 	// Retries counts requests sent again by the RetryPolicy.
 	Retries uint64 `json:"retries"`
+	// BusyRetries counts requests sent again because the server answered
+	// 429, or 503 with Retry-After (see BusyRetries), without a
+	// RetryPolicy covering that status.
+	BusyRetries uint64 `json:"busy_retries"`
 	// RobotsFetches counts robots.txt fetches.
 	RobotsFetches uint64 `json:"robots_fetches"`
 	// ItemsScraped, ItemsDropped and ItemsFailed count the items that
@@ -64,6 +68,7 @@ type Stats struct {
 // counters are the collector's own counts behind Stats.
 type counters struct {
 	bytes, retries, robots atomic.Uint64
+	busyRetries            atomic.Uint64
 	started                atomic.Int64 // unix nanoseconds of the first crawl
 	// mu guards codes.
 	mu    sync.Mutex
@@ -87,7 +92,7 @@ func (c *Collector) Stats() Stats {
 	st := Stats{
 		Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
-		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), RobotsFetches: c.counts.robots.Load(),
+		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
 		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
 	}
@@ -119,8 +124,8 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "requests %d, responses %d (%s), %s, %.1f pages/s over %v\n",
 		s.Requests, s.Responses, sortedCounts(s.StatusClasses), byteSize(s.Bytes), s.PagesPerSecond, s.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(&b, "items: %d scraped, %d dropped, %d failed; retries %d; robots.txt fetches %d\n",
-		s.ItemsScraped, s.ItemsDropped, s.ItemsFailed, s.Retries, s.RobotsFetches)
+	fmt.Fprintf(&b, "items: %d scraped, %d dropped, %d failed; retries %d, busy retries %d; robots.txt fetches %d\n",
+		s.ItemsScraped, s.ItemsDropped, s.ItemsFailed, s.Retries, s.BusyRetries, s.RobotsFetches)
 	fmt.Fprintf(&b, "refused: %s; fragment links %d\n", sortedCounts(s.Refused), s.FragmentLinks)
 	fmt.Fprintf(&b, "pending %d, parked %d", s.Pending, s.Parked)
 	for _, h := range s.Hosts {
