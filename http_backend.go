@@ -506,6 +506,18 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		// may reach a server.
 		return fail(err)
 	}
+	// A request admitted while its host's robots.txt could not be read is
+	// checked again first, so that waiting for robots.txt runs no callback
+	// (OnRequest runs once per try of the request).
+	var down error
+	if !req.robotsWait.IsZero() && req.Method != http.MethodHead {
+		if err := c.recheckRobots(hctx, cfg, req); err != nil {
+			if _, ok := errors.AsType[*hostDownError](err); !ok {
+				return fail(robotsVerdict(err))
+			}
+			down = err // OnRequest runs, then the request fails with it
+		}
+	}
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
@@ -521,16 +533,15 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		resp.aborted = true
 		return resp
 	}
+	if down != nil {
+		return fail(down)
+	}
 	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
 	// does): robots.txt must judge the agent actually sent.
-	if ua := cfg.userAgentOf(*req.Headers); (ua != req.robotsUA || !req.robotsWait.IsZero()) && req.Method != http.MethodHead {
+	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
 		if err := c.checkRobots(hctx, cfg, req.URL, ua); err != nil {
-			if _, pending := errors.AsType[*robotsPendingError](err); pending {
-				return fail(err) // analyze puts it back to wait
-			}
-			return fail(&refusedInFetch{err})
+			return fail(robotsVerdict(err))
 		}
-		req.robotsWait = time.Time{}
 	}
 	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
 		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -585,6 +596,10 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		result.Latency = f.latency
 	}
 	if err != nil {
+		if errors.Is(err, ErrPrivateNetwork) && f != nil && len(f.redirects) == 0 {
+			// DenyPrivateNetworks refused the dial: nothing was sent.
+			return fail(&refusedInFetch{err})
+		}
 		return fail(err)
 	}
 	defer f.body.Close()
