@@ -574,6 +574,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		return fail(ErrAbortedBeforeRequest)
 	}
 	if cfg.checkHead && req.Method == http.MethodGet {
+		c.counts.sent.Add(1)
 		f, err := c.roundTrip(hctx, cfg, req, http.MethodHead)
 		if err != nil {
 			return fail(err)
@@ -590,6 +591,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 			return resp
 		}
 	}
+	c.counts.sent.Add(1)
 	f, err := c.send(hctx, cfg, req)
 	if f != nil {
 		req.ProxyURL = f.proxyURL
