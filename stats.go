@@ -70,8 +70,8 @@ type Stats struct {
 type counters struct {
 	bytes, retries, robots atomic.Uint64
 	// sent counts requests sent (Stats.Requests).
-	sent atomic.Uint64
-	started                atomic.Int64 // unix nanoseconds of the first crawl
+	sent    atomic.Uint64
+	started atomic.Int64 // unix nanoseconds of the first crawl
 	// mu guards codes.
 	mu    sync.Mutex
 	codes map[int]uint64
