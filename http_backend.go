@@ -539,7 +539,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
 	// does): robots.txt must judge the agent actually sent.
 	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
-		if err := c.checkRobots(hctx, cfg, req.URL, ua); err != nil {
+		if err := c.checkRobotsAgain(hctx, cfg, req, ua); err != nil {
 			return fail(robotsVerdict(err))
 		}
 	}
@@ -755,7 +755,17 @@ type robotsFetchKey struct{}
 
 // fetchRobots fetches a robots.txt for the robots cache, with the collector's
 // client and User-Agent, outside the limiter and the callbacks.
-func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (status int, body []byte, err error) {
+	// A request to the host like any other: it waits for the host's turn
+	// and the next request starts Delay after it reached the server.
+	t, held, err := c.robotsSlot(ctx, u.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	if !held {
+		defer func() { t.Done(limits.Result{StatusCode: status, Latency: time.Since(start), Err: err}) }()
+	}
 	c.counts.robots.Add(1)
 	ctx = context.WithValue(ctx, robotsFetchKey{}, c.config())
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -764,11 +774,15 @@ func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, e
 	}
 	hreq.Header.Set("User-Agent", c.UserAgent)
 	hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	if t.HasGap() {
+		hreq = withSentReport(hreq, t)
+	}
 	res, err := c.shared.backend.get().Do(hreq)
+	t.Sent(time.Now())
 	if err != nil {
 		return 0, nil, err
 	}
 	defer res.Body.Close()
-	body, _, err := readBody(res.Body, res.Header, u.Path, maxRobotsSize)
+	body, _, err = readBody(res.Body, res.Header, u.Path, maxRobotsSize)
 	return res.StatusCode, body, err
 }

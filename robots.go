@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magpiecrawl/magpie/limits"
 	"github.com/temoto/robotstxt"
 )
 
@@ -163,6 +164,12 @@ type robotsCache struct {
 	// onSitemaps, when set, is given the Sitemap: lines of each robots.txt
 	// fetched, once its entry is done (so that it may admit requests).
 	onSitemaps func(robotsURL string, urls []string)
+	// holds reports whether the check running under ctx is made by a
+	// request that holds u's host's slot in the limiter. Such a check does
+	// not wait for another's fetch of that robots.txt, which may be waiting
+	// for that very slot (see fetchRobots): it returns a
+	// *robotsPendingError due now, and the request waits without the slot.
+	holds func(ctx context.Context, u *url.URL) bool
 
 	// mu guards entries, lru and bytes.
 	mu      sync.Mutex
@@ -199,7 +206,7 @@ func newRobotsCache(ttl time.Duration, fetch robotsFetch) *robotsCache {
 		ttl = defaultRobotsTTL
 	}
 	return &robotsCache{ttl: ttl, fetch: fetch, maxBytes: maxRobotsCacheBytes, retryBase: robotsRetryBase,
-		entries: make(map[robotsHost]*list.Element), lru: list.New()}
+		holds: holdsSlot, entries: make(map[robotsHost]*list.Element), lru: list.New()}
 }
 
 // check reports whether userAgent may fetch u (path and query), and the
@@ -229,8 +236,16 @@ func (rc *robotsCache) checkKey(ctx context.Context, u *url.URL, userAgent strin
 		} else {
 			select {
 			case <-e.done:
-			case <-ctx.Done():
-				return false, 0, ctx.Err()
+			default:
+				if rc.holds != nil && rc.holds(ctx, u) {
+					return false, 0, &robotsPendingError{RobotsURL: robotsURLOf(u).String(), Until: time.Now(),
+						Err: errRobotsInFlight}
+				}
+				select {
+				case <-e.done:
+				case <-ctx.Done():
+					return false, 0, ctx.Err()
+				}
 			}
 		}
 		if e.retry {
@@ -429,11 +444,22 @@ func robotsURLOf(u *url.URL) *url.URL {
 // so that each try is a real attempt to reach it. Once robots.txt has
 // answered, the request is not held for it again.
 func (c *Collector) recheckRobots(ctx context.Context, cfg *config, req *Request) error {
+	ctx, h := holding(ctx, req)
 	if err := c.checkRobotsFresh(ctx, cfg, req.URL, req.robotsUA, req.attempt > 1); err != nil {
 		return err
 	}
 	req.robotsWait = time.Time{}
-	return nil
+	return spentSlot(req, h)
+}
+
+// checkRobotsAgain checks robots.txt for the User-Agent OnRequest set, when
+// it differs from the one checked at admission.
+func (c *Collector) checkRobotsAgain(ctx context.Context, cfg *config, req *Request, userAgent string) error {
+	ctx, h := holding(ctx, req)
+	if err := c.checkRobots(ctx, cfg, req.URL, userAgent); err != nil {
+		return err
+	}
+	return spentSlot(req, h)
 }
 
 // robotsVerdict is how a robots.txt check's error fails a request about to
@@ -448,3 +474,73 @@ func robotsVerdict(err error) error {
 	}
 	return &refusedInFetch{err}
 }
+
+// errRobotsInFlight is the cause of a wait for a robots.txt another check is
+// fetching, given to a request that holds the host's slot (robotsCache.holds).
+var errRobotsInFlight = errors.New("being fetched")
+
+// robotsHolderKey keys a *robotsHolder in the context of a robots.txt check
+// made by a request that holds its host's slot.
+type robotsHolderKey struct{}
+
+// robotsHolder is a request checking robots.txt while it holds its host's
+// slot; spent is set when the robots.txt fetch took that slot's start.
+type robotsHolder struct {
+	req   *Request
+	spent bool
+}
+
+// holding returns ctx marked as a check by req, which holds its host's slot.
+func holding(ctx context.Context, req *Request) (context.Context, *robotsHolder) {
+	h := &robotsHolder{req: req}
+	return context.WithValue(ctx, robotsHolderKey{}, h), h
+}
+
+// slotHolder returns the request holding a host's slot on whose behalf ctx
+// checks robots.txt: one marked by holding, or the request whose redirect
+// is being checked. The holder is nil when the request's redirect is.
+func slotHolder(ctx context.Context) (*Request, *robotsHolder) {
+	if h, ok := ctx.Value(robotsHolderKey{}).(*robotsHolder); ok {
+		return h.req, h
+	}
+	if st, ok := ctx.Value(fetchStateKey{}).(*fetchState); ok {
+		return st.req, nil
+	}
+	return nil, nil
+}
+
+// holdsSlot implements robotsCache.holds.
+func holdsSlot(ctx context.Context, u *url.URL) bool {
+	req, _ := slotHolder(ctx)
+	return req != nil && req.ticket != nil && strings.EqualFold(req.URL.Host, u.Host)
+}
+
+// robotsSlot returns the limiter ticket a robots.txt fetch of host starts
+// under, for the fetch is a request to the host and keeps its spacing: the
+// slot of the request checking, when it holds host's (held; that request
+// must not also send in it, see spentSlot), else a start taken in the
+// host's turn, waiting for it, which the caller must end with Done.
+func (c *Collector) robotsSlot(ctx context.Context, host string) (t *limits.Ticket, held bool, err error) {
+	if req, h := slotHolder(ctx); req != nil && req.ticket != nil && strings.EqualFold(req.URL.Host, host) {
+		if h != nil {
+			h.spent = true
+		}
+		return req.ticket, true, nil
+	}
+	t, err = c.shared.limiter.Acquire(ctx, host)
+	return t, false, err
+}
+
+// spentSlot is the error that sends a request back to wait for its host's
+// next turn, when the robots.txt fetch its check made took its slot's start
+// and the host spaces its starts.
+func spentSlot(req *Request, h *robotsHolder) error {
+	if !h.spent || !req.ticket.HasGap() {
+		return nil
+	}
+	return &robotsPendingError{RobotsURL: robotsURLOf(req.URL).String(), Until: time.Now(), Err: errRobotsSpentSlot}
+}
+
+// errRobotsSpentSlot is the cause of a request's wait for its host's next
+// turn after the robots.txt fetch took its turn.
+var errRobotsSpentSlot = errors.New("fetched in the request's turn")
