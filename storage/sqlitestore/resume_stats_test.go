@@ -87,8 +87,9 @@ func TestResumeCountsRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := crawl(3)
-	if first.Responses == 0 || first.Requests != first.Responses {
-		t.Errorf("first run: Stats() requests %d, responses %d; want equal and > 0", first.Requests, first.Responses)
+	if first.Responses == 0 || first.Requests < first.Responses {
+		// A download cut short by the stop was sent and got no response.
+		t.Errorf("first run: Stats() requests %d, responses %d; want responses > 0 and requests >= responses", first.Requests, first.Responses)
 	}
 	resumed := crawl(-1)
 	if resumed.Responses == 0 {
