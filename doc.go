@@ -8,7 +8,8 @@
 // admission: the URL is parsed (relative URLs against the parent), then
 // scheme, MaxDepth, DisallowedURLFilters, URLFilters, DisallowedDomains and
 // AllowedDomains, robots.txt (on by default, matched with the User-Agent
-// sent), MaxRequests (exact) and the visited check (one atomic step) are
+// sent; its fetch is a request to the host that waits for the host's turn
+// under the LimitRules, like any other), MaxRequests (exact) and the visited check (one atomic step) are
 // applied. A refusal is returned to the caller, delivered to OnRefused and
 // counted in Stats().Refused by reason; OnError is only for requests that
 // were attempted and failed (a network error, an HTTP error status, a

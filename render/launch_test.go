@@ -13,7 +13,8 @@ import (
 )
 
 // slowBrowser writes a browser executable that waits delay before it starts
-// the real browser, as Chromium does on a loaded machine.
+// the real browser, as Chromium does on a loaded machine; from a minute on,
+// it never starts it.
 func slowBrowser(t *testing.T, delay time.Duration) string {
 	t.Helper()
 	requireChromium(t)
@@ -23,6 +24,11 @@ func slowBrowser(t *testing.T, delay time.Duration) string {
 	}
 	path := filepath.Join(t.TempDir(), "slow-chromium")
 	script := fmt.Sprintf("#!/bin/sh\nsleep %.1f\nexec %q \"$@\"\n", delay.Seconds(), real)
+	if delay >= time.Minute {
+		// Never starts: the process is the sleep itself, so that ending
+		// it leaves nothing behind.
+		script = fmt.Sprintf("#!/bin/sh\nexec sleep %.0f\n", delay.Seconds())
+	}
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
