@@ -754,7 +754,8 @@ const maxRobotsRedirects = 5
 type robotsFetchKey struct{}
 
 // fetchRobots fetches a robots.txt for the robots cache, with the collector's
-// client and User-Agent, outside the limiter and the callbacks.
+// client and User-Agent, in its host's turn (see robotsSlot) and outside the
+// callbacks.
 func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (status int, body []byte, err error) {
 	// A request to the host like any other: it waits for the host's turn
 	// and the next request starts Delay after it reached the server.
