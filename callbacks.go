@@ -141,10 +141,13 @@ func (c *Collector) OnXMLDetach(query string) {
 	}
 }
 
-// OnError registers f to run for every failed request: refused before the
-// fetch (the Response then has only Request and Ctx set), failed in transit,
-// answered with status >= 300 (unless ParseHTTPErrorResponse), or failed in a
-// callback that panicked.
+// OnError registers f to run for every failed request: failed in transit
+// (its host unreachable: connection refused, DNS or TLS failure, whether or
+// not robots.txt is obeyed), answered with status >= 300 (unless
+// ParseHTTPErrorResponse), or failed in a callback that panicked. A request
+// refused before it was sent (domain, depth, robots.txt, revisit, ...) goes
+// to OnRefused instead; one that could not be stored (a storage outage)
+// comes here, with only Request and Ctx set in the Response.
 func (c *Collector) OnError(f ErrorCallback) {
 	c.updateCallbacks(func(cb *callbacks) { cb.err = append(cb.err, f) })
 }

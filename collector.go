@@ -26,7 +26,24 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// LimitRule is Colly's name for a per-host politeness rule.
+// LimitRule is Colly's per-host politeness rule, an alias of limits.Rule
+// (see its documentation, and the limits package's, for every field and how
+// they combine). Add one with Collector.Limit; the first rule whose pattern
+// matches a host applies to it:
+//
+//	DomainGlob       hosts by glob ("*.example.com"; '*' crosses dots, as Colly's)
+//	DomainRegexp     hosts by regular expression (unanchored)
+//	Delay            least time between two request starts to one host, as the server sees them
+//	RandomDelay      a uniform extra delay in [0, RandomDelay)
+//	Parallelism      most requests in flight to each host (Colly: to all matching hosts together);
+//	                 <= 0 is 1 with a delay, no limit without
+//	TotalParallelism most requests in flight to all matching hosts together
+//	IgnoreCrawlDelay robots.txt Crawl-delay does not raise Delay
+//	AutoThrottle     adapt each host's delay to its latency
+//
+// A host's robots.txt fetch is one of its requests: it takes its place in
+// the host's Delay and Parallelism. Set the fields before Limit and do not
+// change them afterwards.
 type LimitRule = limits.Rule
 
 // defaultUserAgent is sent when neither the collector nor the request sets one.

@@ -8,9 +8,14 @@
 // admission: the URL is parsed (relative URLs against the parent), then
 // scheme, MaxDepth, DisallowedURLFilters, URLFilters, DisallowedDomains and
 // AllowedDomains, robots.txt (on by default, matched with the User-Agent
-// sent), MaxRequests (exact) and the visited check (one atomic step) are
-// applied. A refusal is returned to the caller and delivered to OnError.
-// An admitted request waits in the frontier (memory, or a storage.Queue with
+// sent; its fetch is a request to the host that waits for the host's turn
+// under the LimitRules, like any other), MaxRequests (exact) and the visited check (one atomic step) are
+// applied. A refusal is returned to the caller, delivered to OnRefused and
+// counted in Stats().Refused by reason; OnError is only for requests that
+// were attempted and failed (a network error, an HTTP error status, a
+// callback's panic), as in Colly. A host that cannot be reached (connection
+// refused, DNS or TLS failure) fails its requests to OnError with that
+// error, whether or not robots.txt is obeyed. An admitted request waits in the frontier (memory, or a storage.Queue with
 // RunQueue), then in the limiter's gate until its host may start, then is
 // downloaded and analysed by the scheduler's workers. Redirect hops get the
 // same admission checks, each hop one level deeper.

@@ -182,13 +182,25 @@ func (cfg *config) userAgentOf(h map[string][]string) string {
 // checkRobots refuses u when robots.txt forbids it for userAgent, and hands
 // the host's Crawl-delay to the limiter.
 func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, userAgent string) error {
+	return c.checkRobotsFresh(ctx, cfg, u, userAgent, false)
+}
+
+// checkRobotsFresh is checkRobots; fresh asks a host known to be down again
+// (robotsCache.recheck).
+func (c *Collector) checkRobotsFresh(ctx context.Context, cfg *config, u *url.URL, userAgent string, fresh bool) error {
 	if cfg.ignoreRobots || !isWeb(u) {
 		return nil
 	}
-	allowed, delay, err := c.shared.robots.check(ctx, u, userAgent)
+	check := c.shared.robots.check
+	if fresh {
+		check = c.shared.robots.recheck
+	}
+	allowed, delay, err := check(ctx, u, userAgent)
 	if err != nil {
 		var pending *robotsPendingError
-		if ctx.Err() != nil || errors.As(err, &pending) || errors.Is(err, ErrRobotsTxtUnavailable) {
+		var down *hostDownError
+		if ctx.Err() != nil || errors.As(err, &pending) || errors.As(err, &down) ||
+			errors.Is(err, ErrRobotsTxtUnavailable) || errors.Is(err, ErrPrivateNetwork) {
 			// Stopping (not the host failing), or the cache's own verdict.
 			return err
 		}
@@ -222,13 +234,21 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
 		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
 			var pending *robotsPendingError
-			if !errors.As(err, &pending) {
+			var down *hostDownError
+			switch {
+			case errors.As(err, &pending):
+				// robots.txt is unreachable for now: the request waits in
+				// the frontier (holding no worker) and is checked again
+				// when it is due (see fetch).
+				req.robotsWait = pending.Until
+			case errors.As(err, &down):
+				// The host cannot be reached: not a refusal. The request
+				// goes on, is checked again before it is sent, and fails
+				// to OnError if the host is still down (see fetch).
+				req.robotsWait = time.Now()
+			default:
 				return err
 			}
-			// robots.txt is unreachable for now: the request waits in the
-			// frontier (holding no worker) and is checked again when it is
-			// due (see fetch).
-			req.robotsWait = pending.Until
 		}
 	}
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)

@@ -506,6 +506,18 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		// may reach a server.
 		return fail(err)
 	}
+	// A request admitted while its host's robots.txt could not be read is
+	// checked again first, so that waiting for robots.txt runs no callback
+	// (OnRequest runs once per try of the request).
+	var down error
+	if !req.robotsWait.IsZero() && req.Method != http.MethodHead {
+		if err := c.recheckRobots(hctx, cfg, req); err != nil {
+			if _, ok := errors.AsType[*hostDownError](err); !ok {
+				return fail(robotsVerdict(err))
+			}
+			down = err // OnRequest runs, then the request fails with it
+		}
+	}
 	if _, ok := (*req.Headers)["Accept"]; !ok {
 		req.Headers.Set("Accept", "*/*")
 	}
@@ -521,16 +533,15 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		resp.aborted = true
 		return resp
 	}
+	if down != nil {
+		return fail(down)
+	}
 	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
 	// does): robots.txt must judge the agent actually sent.
-	if ua := cfg.userAgentOf(*req.Headers); (ua != req.robotsUA || !req.robotsWait.IsZero()) && req.Method != http.MethodHead {
-		if err := c.checkRobots(hctx, cfg, req.URL, ua); err != nil {
-			if _, pending := errors.AsType[*robotsPendingError](err); pending {
-				return fail(err) // analyze puts it back to wait
-			}
-			return fail(&refusedInFetch{err})
+	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
+		if err := c.checkRobotsAgain(hctx, cfg, req, ua); err != nil {
+			return fail(robotsVerdict(err))
 		}
-		req.robotsWait = time.Time{}
 	}
 	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
 		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -563,6 +574,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 		return fail(ErrAbortedBeforeRequest)
 	}
 	if cfg.checkHead && req.Method == http.MethodGet {
+		c.counts.sent.Add(1)
 		f, err := c.roundTrip(hctx, cfg, req, http.MethodHead)
 		if err != nil {
 			return fail(err)
@@ -579,12 +591,17 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 			return resp
 		}
 	}
+	c.counts.sent.Add(1)
 	f, err := c.send(hctx, cfg, req)
 	if f != nil {
 		req.ProxyURL = f.proxyURL
 		result.Latency = f.latency
 	}
 	if err != nil {
+		if errors.Is(err, ErrPrivateNetwork) && f != nil && len(f.redirects) == 0 {
+			// DenyPrivateNetworks refused the dial: nothing was sent.
+			return fail(&refusedInFetch{err})
+		}
 		return fail(err)
 	}
 	defer f.body.Close()
@@ -753,8 +770,19 @@ const maxRobotsRedirects = 5
 type robotsFetchKey struct{}
 
 // fetchRobots fetches a robots.txt for the robots cache, with the collector's
-// client and User-Agent, outside the limiter and the callbacks.
-func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+// client and User-Agent, in its host's turn (see robotsSlot) and outside the
+// callbacks.
+func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (status int, body []byte, err error) {
+	// A request to the host like any other: it waits for the host's turn
+	// and the next request starts Delay after it reached the server.
+	t, held, err := c.robotsSlot(ctx, u.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	if !held {
+		defer func() { t.Done(limits.Result{StatusCode: status, Latency: time.Since(start), Err: err}) }()
+	}
 	c.counts.robots.Add(1)
 	ctx = context.WithValue(ctx, robotsFetchKey{}, c.config())
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -763,11 +791,15 @@ func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, e
 	}
 	hreq.Header.Set("User-Agent", c.UserAgent)
 	hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	if t.HasGap() {
+		hreq = withSentReport(hreq, t)
+	}
 	res, err := c.shared.backend.get().Do(hreq)
+	t.Sent(time.Now())
 	if err != nil {
 		return 0, nil, err
 	}
 	defer res.Body.Close()
-	body, _, err := readBody(res.Body, res.Header, u.Path, maxRobotsSize)
+	body, _, err = readBody(res.Body, res.Header, u.Path, maxRobotsSize)
 	return res.StatusCode, body, err
 }

@@ -22,7 +22,11 @@ type BlockedAddressError struct {
 }
 
 func (e *BlockedAddressError) Error() string {
-	return fmt.Sprintf("%v: %s", ErrPrivateNetwork, e.Addr)
+	allow := "give DenyPrivateNetworks a prefix that contains it to allow it"
+	if e.Addr.IsLoopback() {
+		allow = "a loopback address: allow loopback with DenyPrivateNetworks(netip.MustParsePrefix(\"127.0.0.0/8\"), netip.MustParsePrefix(\"::1/128\"))"
+	}
+	return fmt.Sprintf("%v: %s (DenyPrivateNetworks; %s)", ErrPrivateNetwork, e.Addr, allow)
 }
 
 // Is makes errors.Is(err, ErrPrivateNetwork) true.

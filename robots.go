@@ -3,6 +3,8 @@ package magpie
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magpiecrawl/magpie/limits"
 	"github.com/temoto/robotstxt"
 )
 
@@ -33,11 +36,17 @@ const (
 	// robotsCost: a robots.txt of 20,000 wildcard rules costs about 26 MiB
 	// parsed, so a count of hosts alone does not bound it.
 	maxRobotsCacheBytes = 64 << 20
-	// robotsAttempts is how many times a robots.txt that answers 5xx or
-	// cannot be reached is fetched before the host's URLs are refused with
-	// ErrRobotsTxtUnavailable (RFC 9309 §2.3.1.4: complete disallow while it
-	// is unreachable). Meanwhile the host's requests wait.
+	// robotsAttempts is how many times a robots.txt that answers 5xx (or
+	// fails after its host was reached) is fetched before the host's URLs
+	// are refused with ErrRobotsTxtUnavailable (RFC 9309 §2.3.1.4: complete
+	// disallow while it is unreachable). Meanwhile the host's requests wait.
 	robotsAttempts = 4
+	// robotsDownTTL is how long a host whose robots.txt fetch could not
+	// connect stays known as down: long enough that the check a request
+	// gets at admission and the one before it is sent share one dial, short
+	// enough that a host coming back is seen at once. Retries look again
+	// whatever it says (see robotsCache.recheck).
+	robotsDownTTL = time.Second
 	// robotsRetryBase is the wait after the first failed attempt; it doubles
 	// after each one (1 s, 2 s, 4 s).
 	robotsRetryBase = time.Second
@@ -57,6 +66,53 @@ func (e *robotsPendingError) Error() string {
 }
 
 func (e *robotsPendingError) Unwrap() error { return e.Err }
+
+// hostDownError is the verdict of a robots.txt fetch that never reached its
+// host: the connection was refused, the name did not resolve, the TLS
+// handshake failed. The host's requests fail with it (to OnError, as the
+// same request would without robots.txt), rather than being refused or
+// made to wait for robots.txt retries that only a reachable server earns.
+type hostDownError struct {
+	Host string
+	Err  error
+}
+
+func (e *hostDownError) Error() string {
+	return fmt.Sprintf("host %s unreachable: %v", e.Host, e.Err)
+}
+
+func (e *hostDownError) Unwrap() error { return e.Err }
+
+// hostUnreachable reports whether err, from a fetch, means that no
+// connection to the server was made: dialling failed (refused, no route,
+// timed out), the name did not resolve, a proxy could not be reached, or
+// the TLS handshake failed. Errors after the connection was made (a reset,
+// a timeout waiting for the response) are not: the server is there.
+func hostUnreachable(err error) bool {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return true
+	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && (oe.Op == "dial" || oe.Op == "proxyconnect" || oe.Op == "remote error") {
+		return true
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[tls.AlertError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[x509.CertificateInvalidError](err)
+	return ok
+}
 
 // robotsCost estimates the memory a parsed robots.txt keeps: the body, and
 // the compiled pattern of each rule with a wildcard ("*" or "$"), which
@@ -78,7 +134,13 @@ func robotsCost(body []byte) int {
 // "unreachable"). Safe for concurrent use.
 //
 // Further decisions:
-//   - An unreachable robots.txt is fetched again after 1 s, 2 s and 4 s
+//   - A fetch that cannot connect to the host (hostUnreachable) is no
+//     robots.txt verdict: check returns a *hostDownError, kept for
+//     robotsDownTTL, and the host's requests fail with it as they would
+//     without robots.txt. A refusal by DenyPrivateNetworks is returned as
+//     it is, for robotsErrorTTL.
+//   - A robots.txt that answers 5xx, or whose fetch fails once the host
+//     was reached, is fetched again after 1 s, 2 s and 4 s
 //     (robotsAttempts in all); until then check returns a
 //     *robotsPendingError saying when, and the host's requests wait. Once the
 //     attempts are spent, check returns ErrRobotsTxtUnavailable for
@@ -102,6 +164,12 @@ type robotsCache struct {
 	// onSitemaps, when set, is given the Sitemap: lines of each robots.txt
 	// fetched, once its entry is done (so that it may admit requests).
 	onSitemaps func(robotsURL string, urls []string)
+	// holds reports whether the check running under ctx is made by a
+	// request that holds u's host's slot in the limiter. Such a check does
+	// not wait for another's fetch of that robots.txt, which may be waiting
+	// for that very slot (see fetchRobots): it returns a
+	// *robotsPendingError due now, and the request waits without the slot.
+	holds func(ctx context.Context, u *url.URL) bool
 
 	// mu guards entries, lru and bytes.
 	mu      sync.Mutex
@@ -125,6 +193,8 @@ type robotsEntry struct {
 	// included once the fetch is done; pending is set while more remain.
 	failures int
 	pending  bool
+	// down is set when the fetch could not connect (a *hostDownError).
+	down bool
 	// cost is what the entry counts for in robotsCache.bytes (guarded by
 	// robotsCache.mu).
 	cost int
@@ -136,15 +206,27 @@ func newRobotsCache(ttl time.Duration, fetch robotsFetch) *robotsCache {
 		ttl = defaultRobotsTTL
 	}
 	return &robotsCache{ttl: ttl, fetch: fetch, maxBytes: maxRobotsCacheBytes, retryBase: robotsRetryBase,
-		entries: make(map[robotsHost]*list.Element), lru: list.New()}
+		holds: holdsSlot, entries: make(map[robotsHost]*list.Element), lru: list.New()}
 }
 
 // check reports whether userAgent may fetch u (path and query), and the
 // Crawl-delay of the group that applies (0 if none).
 func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) (allowed bool, crawlDelay time.Duration, err error) {
+	return rc.checkKey(ctx, u, userAgent, false)
+}
+
+// recheck is check for a request tried again: a host known to be down is
+// asked again rather than taken as still down, so that each try of the
+// request is one real attempt to reach it.
+func (rc *robotsCache) recheck(ctx context.Context, u *url.URL, userAgent string) (allowed bool, crawlDelay time.Duration, err error) {
+	return rc.checkKey(ctx, u, userAgent, true)
+}
+
+func (rc *robotsCache) checkKey(ctx context.Context, u *url.URL, userAgent string, fresh bool) (allowed bool, crawlDelay time.Duration, err error) {
 	key := robotsKey(u)
 	for {
-		e, leader := rc.entry(key)
+		e, leader := rc.entry(key, fresh)
+		fresh = false // one new fetch is enough
 		if leader {
 			robotsURL := robotsURLOf(u)
 			rc.run(ctx, e, robotsURL)
@@ -154,8 +236,16 @@ func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) 
 		} else {
 			select {
 			case <-e.done:
-			case <-ctx.Done():
-				return false, 0, ctx.Err()
+			default:
+				if rc.holds != nil && rc.holds(ctx, u) {
+					return false, 0, &robotsPendingError{RobotsURL: robotsURLOf(u).String(), Until: time.Now(),
+						Err: errRobotsInFlight}
+				}
+				select {
+				case <-e.done:
+				case <-ctx.Done():
+					return false, 0, ctx.Err()
+				}
 			}
 		}
 		if e.retry {
@@ -179,9 +269,9 @@ func (rc *robotsCache) check(ctx context.Context, u *url.URL, userAgent string) 
 }
 
 // entry returns the live entry for key, creating it when it is absent,
-// expired or marked for retry; leader reports that the caller created it and
-// must run the fetch.
-func (rc *robotsCache) entry(key robotsHost) (e *robotsEntry, leader bool) {
+// expired or marked for retry, or says the host is down and fresh is set;
+// leader reports that the caller created it and must run the fetch.
+func (rc *robotsCache) entry(key robotsHost, fresh bool) (e *robotsEntry, leader bool) {
 	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -190,7 +280,7 @@ func (rc *robotsCache) entry(key robotsHost) (e *robotsEntry, leader bool) {
 		e := el.Value.(*robotsEntry)
 		select {
 		case <-e.done:
-			if !e.retry && now.Before(e.expires) {
+			if !e.retry && now.Before(e.expires) && !(fresh && e.down) {
 				rc.lru.MoveToFront(el)
 				return e, false
 			}
@@ -262,9 +352,19 @@ func (rc *robotsCache) run(ctx context.Context, e *robotsEntry, robotsURL *url.U
 		err = fmt.Errorf("server error %d", status)
 	}
 	if errors.Is(err, ErrPrivateNetwork) {
-		// Refused by DenyPrivateNetworks: no use trying again.
+		// Refused by DenyPrivateNetworks: no use trying again. The
+		// refusal names the address, and travels as it is.
+		if be, ok := errors.AsType[*BlockedAddressError](err); ok {
+			err = be
+		}
 		e.err = err
 		e.expires = time.Now().Add(min(robotsErrorTTL, rc.ttl))
+		return
+	}
+	if err != nil && hostUnreachable(err) {
+		e.down = true
+		e.err = &hostDownError{Host: e.key.hostport, Err: err}
+		e.expires = time.Now().Add(min(robotsDownTTL, rc.ttl))
 		return
 	}
 	if err != nil {
@@ -337,3 +437,110 @@ func robotsKey(u *url.URL) robotsHost {
 func robotsURLOf(u *url.URL) *url.URL {
 	return &url.URL{Scheme: strings.ToLower(u.Scheme), Host: u.Host, Path: "/robots.txt"}
 }
+
+// recheckRobots checks again, before it is sent, a request admitted while
+// its host's robots.txt could not be read, for the User-Agent it was
+// admitted with; a try after the first asks a host known to be down again,
+// so that each try is a real attempt to reach it. Once robots.txt has
+// answered, the request is not held for it again.
+func (c *Collector) recheckRobots(ctx context.Context, cfg *config, req *Request) error {
+	ctx, h := holding(ctx, req)
+	if err := c.checkRobotsFresh(ctx, cfg, req.URL, req.robotsUA, req.attempt > 1); err != nil {
+		return err
+	}
+	req.robotsWait = time.Time{}
+	return spentSlot(req, h)
+}
+
+// checkRobotsAgain checks robots.txt for the User-Agent OnRequest set, when
+// it differs from the one checked at admission.
+func (c *Collector) checkRobotsAgain(ctx context.Context, cfg *config, req *Request, userAgent string) error {
+	ctx, h := holding(ctx, req)
+	if err := c.checkRobots(ctx, cfg, req.URL, userAgent); err != nil {
+		return err
+	}
+	return spentSlot(req, h)
+}
+
+// robotsVerdict is how a robots.txt check's error fails a request about to
+// be sent: a wait for robots.txt goes back to the frontier (see analyze), a
+// host that is down fails to OnError, anything else is a refusal.
+func robotsVerdict(err error) error {
+	if _, ok := errors.AsType[*robotsPendingError](err); ok {
+		return err
+	}
+	if _, ok := errors.AsType[*hostDownError](err); ok {
+		return err
+	}
+	return &refusedInFetch{err}
+}
+
+// errRobotsInFlight is the cause of a wait for a robots.txt another check is
+// fetching, given to a request that holds the host's slot (robotsCache.holds).
+var errRobotsInFlight = errors.New("being fetched")
+
+// robotsHolderKey keys a *robotsHolder in the context of a robots.txt check
+// made by a request that holds its host's slot.
+type robotsHolderKey struct{}
+
+// robotsHolder is a request checking robots.txt while it holds its host's
+// slot; spent is set when the robots.txt fetch took that slot's start.
+type robotsHolder struct {
+	req   *Request
+	spent bool
+}
+
+// holding returns ctx marked as a check by req, which holds its host's slot.
+func holding(ctx context.Context, req *Request) (context.Context, *robotsHolder) {
+	h := &robotsHolder{req: req}
+	return context.WithValue(ctx, robotsHolderKey{}, h), h
+}
+
+// slotHolder returns the request holding a host's slot on whose behalf ctx
+// checks robots.txt: one marked by holding, or the request whose redirect
+// is being checked. The holder is nil when the request's redirect is.
+func slotHolder(ctx context.Context) (*Request, *robotsHolder) {
+	if h, ok := ctx.Value(robotsHolderKey{}).(*robotsHolder); ok {
+		return h.req, h
+	}
+	if st, ok := ctx.Value(fetchStateKey{}).(*fetchState); ok {
+		return st.req, nil
+	}
+	return nil, nil
+}
+
+// holdsSlot implements robotsCache.holds.
+func holdsSlot(ctx context.Context, u *url.URL) bool {
+	req, _ := slotHolder(ctx)
+	return req != nil && req.ticket != nil && strings.EqualFold(req.URL.Host, u.Host)
+}
+
+// robotsSlot returns the limiter ticket a robots.txt fetch of host starts
+// under, for the fetch is a request to the host and keeps its spacing: the
+// slot of the request checking, when it holds host's (held; that request
+// must not also send in it, see spentSlot), else a start taken in the
+// host's turn, waiting for it, which the caller must end with Done.
+func (c *Collector) robotsSlot(ctx context.Context, host string) (t *limits.Ticket, held bool, err error) {
+	if req, h := slotHolder(ctx); req != nil && req.ticket != nil && strings.EqualFold(req.URL.Host, host) {
+		if h != nil {
+			h.spent = true
+		}
+		return req.ticket, true, nil
+	}
+	t, err = c.shared.limiter.Acquire(ctx, host)
+	return t, false, err
+}
+
+// spentSlot is the error that sends a request back to wait for its host's
+// next turn, when the robots.txt fetch its check made took its slot's start
+// and the host spaces its starts.
+func spentSlot(req *Request, h *robotsHolder) error {
+	if !h.spent || !req.ticket.HasGap() {
+		return nil
+	}
+	return &robotsPendingError{RobotsURL: robotsURLOf(req.URL).String(), Until: time.Now(), Err: errRobotsSpentSlot}
+}
+
+// errRobotsSpentSlot is the cause of a request's wait for its host's next
+// turn after the robots.txt fetch took its turn.
+var errRobotsSpentSlot = errors.New("fetched in the request's turn")

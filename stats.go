@@ -20,7 +20,12 @@ const maxStatsHosts = 50
 // Stats is a snapshot of a collector's counters, safe to take during a crawl
 // (also from callbacks). It prints as text with String and marshals to JSON.
 type Stats struct {
-	// Requests is how many requests were admitted.
+	// Requests is how many requests were sent: every try of a page (a
+	// retry counts again, see Retries), and CheckHead's HEAD, whether it
+	// was answered or failed in transit. A queue run counts the entries it
+	// leased and sent, whichever process queued them (a resumed crawl
+	// too). Requests refused, waiting, served from the cache or aborted in
+	// OnRequest were not sent; robots.txt fetches are RobotsFetches.
 	Requests uint32 `json:"requests"`
 	// Responses is how many responses were received.
 	Responses uint32 `json:"responses"`
@@ -69,7 +74,9 @@ type Stats struct {
 type counters struct {
 	bytes, retries, robots atomic.Uint64
 	busyRetries            atomic.Uint64
-	started                atomic.Int64 // unix nanoseconds of the first crawl
+	// sent counts requests sent (Stats.Requests).
+	sent    atomic.Uint64
+	started atomic.Int64 // unix nanoseconds of the first crawl
 	// mu guards codes.
 	mu    sync.Mutex
 	codes map[int]uint64
@@ -90,7 +97,7 @@ func (n *counters) start(now time.Time) { n.started.CompareAndSwap(0, now.UnixNa
 // Stats returns the collector's counters and the current crawl's state.
 func (c *Collector) Stats() Stats {
 	st := Stats{
-		Requests: c.requestCount.Load(), Responses: c.responseCount.Load(),
+		Requests: uint32(c.counts.sent.Load()), Responses: c.responseCount.Load(),
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
 		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
 		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),

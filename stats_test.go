@@ -54,7 +54,8 @@ func TestStatsSnapshot(t *testing.T) {
 			t.Errorf("JSON %s lacks %s", data, k)
 		}
 	}
-	if s := st.String(); !strings.Contains(s, "requests 4, responses 5 (2xx 2, 4xx 1, 5xx 2)") {
+	// Requests counts every try sent: four pages, /fail twice.
+	if s := st.String(); !strings.Contains(s, "requests 5, responses 5 (2xx 2, 4xx 1, 5xx 2)") {
 		t.Errorf("String() = %q", s)
 	}
 }

@@ -17,6 +17,15 @@
 // A request waiting for its host's turn sits in the Gate, not in a worker,
 // so workers serve ready hosts meanwhile.
 //
+// A request that does not travel through Put and Get, such as a host's
+// robots.txt fetch, takes its place in the host's spacing with
+// Limiter.Acquire, which waits for the host's turn on the open Gate that
+// keeps the host (or on a Gate of its own, whose start the Limiter keeps
+// for the next Gate) and returns the Ticket to report Sent and Done on:
+//
+//	t, err := lim.Acquire(ctx, u.Host) // waits for the host's turn
+//	fetch(u); t.Sent(at); t.Done(limits.Result{...})
+//
 // # Semantics, and where they differ from Colly
 //
 //   - Host keys are host:port as in url.URL.Host; different ports are

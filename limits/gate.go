@@ -59,6 +59,7 @@ type item[T any] struct {
 func NewGate[T any](lim *Limiter, maxParked int) *Gate[T] {
 	g := &Gate[T]{lim: lim, maxParked: maxParked}
 	g.init()
+	g.lim.register(g)
 	return g
 }
 
@@ -204,6 +205,14 @@ scan:
 func (g *Gate[T]) take(h *host[T], c *clock, gap time.Duration) (T, *Ticket) {
 	it := h.q.pop()
 	g.parked--
+	t := g.start(h, c, gap)
+	wake(&g.putWake)
+	return it.v, t
+}
+
+// start starts a request to h, whose next start is gap away, and returns
+// its Ticket; called under mu by take and acquire.
+func (g *Gate[T]) start(h *host[T], c *clock, gap time.Duration) *Ticket {
 	g.inflight++
 	h.inflight++
 	if h.grp != nil {
@@ -226,8 +235,7 @@ func (g *Gate[T]) take(h *host[T], c *clock, gap time.Duration) (T, *Ticket) {
 	}
 	// Re-placing moves a still-ready host to the back: ready hosts take turns.
 	g.place(h, c)
-	wake(&g.putWake)
-	return it.v, t
+	return t
 }
 
 // release ends the request of t; it implements releaser.
@@ -466,11 +474,21 @@ func (g *Gate[T]) Len() int {
 // with the Limiter, so that the next Gate over it keeps them (see
 // Limiter). Idempotent: later calls return nil.
 func (g *Gate[T]) Close() []T {
+	out, closed := g.close()
+	if closed {
+		// Outside mu: the Limiter's lock is never taken under it.
+		g.lim.unregister(g)
+	}
+	return out
+}
+
+// close is Close under mu; closed reports that this call closed the Gate.
+func (g *Gate[T]) close() (_ []T, closed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	if g.closed {
-		return nil
+		return nil, false
 	}
 	g.closed = true
 	close(g.done)
@@ -499,7 +517,7 @@ func (g *Gate[T]) Close() []T {
 	for i, it := range all {
 		out[i] = it.v
 	}
-	return out
+	return out, true
 }
 
 // Stats is a snapshot of a Gate, for Summary and logs.
@@ -553,6 +571,10 @@ type Ticket struct {
 	// free releases the Shared slot, if the start took one.
 	free     func()
 	freeOnce sync.Once
+	// end, if set, runs once after the Ticket is Done (Limiter.Acquire
+	// closes the Gate it made for the Ticket).
+	end     func()
+	endOnce sync.Once
 }
 
 // Sent reports the moment the request reached the server: the host's next
@@ -624,6 +646,9 @@ func (t *Ticket) Done(res Result) {
 		t.freeOnce.Do(t.free)
 	}
 	t.g.release(t, res)
+	if t.end != nil {
+		t.endOnce.Do(t.end)
+	}
 }
 
 // HostStat is one host's share of a Gate: requests in flight and waiting.

@@ -91,6 +91,12 @@ type Limiter struct {
 	// memSweep is the size of mem at which remember next drops expired
 	// entries, so that the sweep costs O(1) per entry amortised.
 	memSweep int
+
+	// gatesMu guards gates; it is never taken under a Gate's lock.
+	gatesMu sync.Mutex
+	// gates are the open Gates made by NewGate over the Limiter, oldest
+	// first, for Acquire.
+	gates []acquirer
 }
 
 // memo is the part of a host's state that outlives a Gate.

@@ -36,7 +36,10 @@
 //   - Stop does not leak goroutines, and unfinished requests stay in the
 //     Storage for a later Run.
 //   - With an Async collector, Run still waits for the whole crawl.
-//   - Errors, including requests refused before fetching, reach OnError.
+//   - Requests refused before fetching (domain, depth, robots.txt, visited,
+//     MaxRequests) reach OnRefused and Stats().Refused, and their entries
+//     are acknowledged; OnError is for requests that were attempted and
+//     failed, and for entries that do not decode.
 //
 // # Storage
 //

@@ -64,11 +64,12 @@ func flags(cfg *config) []chromedp.ExecAllocatorOption {
 }
 
 // launch starts a browser. chromedp makes the temporary profile and removes
-// it when the process ends. ctx bounds the start only.
+// it when the process ends. ctx and the launch timeout (not the page's)
+// bound the start only.
 func launch(ctx context.Context, cfg *config, gen uint64) (*browser, error) {
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), flags(cfg)...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	sctx, scancel := context.WithTimeout(ctx, cfg.timeout)
+	sctx, scancel := context.WithTimeout(ctx, cfg.launch)
 	defer scancel()
 	// A start cut short ends the browser: the first Run binds the browser's
 	// life to the context it is given, so that must be bctx itself.
@@ -82,6 +83,9 @@ func launch(ctx context.Context, cfg *config, gen uint64) (*browser, error) {
 		acancel()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w (%s): not started within %v (LaunchTimeout): %w", ErrLaunch, cfg.path, cfg.launch, err)
 		}
 		return nil, fmt.Errorf("%w (%s): %w", ErrLaunch, cfg.path, err)
 	}

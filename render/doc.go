@@ -27,7 +27,9 @@
 // A page is read once its load event fired and it has had no request in
 // flight for NetworkIdle (default 500 ms), and then, with WaitSelector, once
 // an element matches. Timeout (default 30 s) bounds the whole page; a page
-// that does not settle fails with ErrTimeout.
+// that does not settle fails with ErrTimeout. The browser's start is not
+// part of it: LaunchTimeout (default 1 min) bounds that, and a start that
+// does not finish in time fails the page with ErrLaunch.
 //
 // # Cookies and headers
 //

@@ -16,6 +16,11 @@ const (
 	// DefaultTimeout bounds one page without Timeout: navigation, load,
 	// network idle and WaitSelector together.
 	DefaultTimeout = 30 * time.Second
+	// DefaultLaunchTimeout bounds a browser start without LaunchTimeout.
+	// Chromium starts in well under a second on an idle machine, but in
+	// several seconds on a loaded one (a CI runner, a machine shared with
+	// the crawl's own work); a start that takes a minute has failed.
+	DefaultLaunchTimeout = time.Minute
 	// DefaultNetworkIdle is how long a page must have no request in flight,
 	// after its load event, to count as settled without NetworkIdle (the
 	// quiet period of Chromium's own networkIdle lifecycle event).
@@ -32,6 +37,7 @@ type config struct {
 	all      bool
 	tabs     int
 	timeout  time.Duration
+	launch   time.Duration
 	idle     time.Duration
 	selector string
 	path     string
@@ -96,13 +102,30 @@ func Tabs(n int) Option {
 
 // Timeout bounds the loading of one page once it has a tab (default
 // DefaultTimeout): navigation, load event, network idle and WaitSelector. A
-// page that does not settle in time fails with ErrTimeout.
+// page that does not settle in time fails with ErrTimeout. It does not
+// count the browser's start (see LaunchTimeout), so a short Timeout stays
+// a bound on the page on a machine where the browser is slow to start.
 func Timeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: Timeout(%v): want a positive duration", ErrInvalidOption, d)
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// LaunchTimeout bounds the start of the browser (default
+// DefaultLaunchTimeout), separately from each page's Timeout: the first
+// rendered page, and the first after the browser died or the crawl
+// stopped, waits for the start and then has its whole Timeout. A start that
+// does not finish in time fails the page with ErrLaunch.
+func LaunchTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: LaunchTimeout(%v): want a positive duration", ErrInvalidOption, d)
+		}
+		c.launch = d
 		return nil
 	}
 }

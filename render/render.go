@@ -46,7 +46,7 @@ var (
 // not start it. It fails with ErrNoBrowser when no browser is found and with
 // ErrInvalidOption for an unusable option.
 func New(opts ...Option) (*Renderer, error) {
-	cfg := config{tabs: DefaultTabs, timeout: DefaultTimeout, idle: DefaultNetworkIdle, logger: slog.New(slog.DiscardHandler)}
+	cfg := config{tabs: DefaultTabs, timeout: DefaultTimeout, launch: DefaultLaunchTimeout, idle: DefaultNetworkIdle, logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err

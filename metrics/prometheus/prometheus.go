@@ -35,7 +35,7 @@ func New(c *magpie.Collector) *Collector {
 	}
 	return &Collector{
 		c:         c,
-		requests:  d("requests_total", "Requests admitted."),
+		requests:  d("requests_total", "Requests sent (each try)."),
 		responses: d("responses_total", "Responses received, by HTTP status code.", "code"),
 		bytes:     d("response_bytes_total", "Decoded response body bytes received."),
 		items:     d("items_total", "Items through the pipelines, by outcome (scraped, dropped, failed).", "outcome"),

@@ -1,0 +1,168 @@
+package limits
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// acquirer is an open Gate, without its type parameter, as the Limiter
+// keeps it for Acquire.
+type acquirer interface {
+	// has reports whether the Gate keeps state for host key.
+	has(key string) bool
+	acquire(ctx context.Context, key string) (*Ticket, error)
+}
+
+// register adds g to the open Gates Acquire may use.
+func (l *Limiter) register(g acquirer) {
+	l.gatesMu.Lock()
+	defer l.gatesMu.Unlock()
+	l.gates = append(l.gates, g)
+}
+
+// unregister forgets g once it is closed.
+func (l *Limiter) unregister(g acquirer) {
+	l.gatesMu.Lock()
+	defer l.gatesMu.Unlock()
+	l.gates = slices.DeleteFunc(l.gates, func(o acquirer) bool { return o == g })
+}
+
+// Acquire waits until host key (host:port) may start a request that does not
+// go through a Gate's Put and Get, such as its robots.txt fetch, and starts
+// it: the request takes its place in the host's Delay, RandomDelay,
+// Crawl-delay, hold and Parallelism like any other. The caller reports
+// Ticket.Sent when the request reaches the server, and must call Ticket.Done
+// when it ends.
+//
+// The host's state is the open Gate's that already keeps the host, else the
+// newest open Gate's (made by NewGate), so that the host's next requests
+// through that Gate are spaced from this one. With no open Gate, Acquire
+// uses a Gate of its own, closed when the Ticket is Done, so that the start
+// stays with the Limiter for the next Gate. Shared (several processes) is
+// not asked: such a start is spaced within this process only. Acquire
+// returns ctx.Err() when ctx ends first.
+func (l *Limiter) Acquire(ctx context.Context, key string) (*Ticket, error) {
+	for {
+		l.gatesMu.Lock()
+		gates := slices.Clone(l.gates)
+		l.gatesMu.Unlock()
+		var g acquirer
+		for i := len(gates) - 1; i >= 0; i-- {
+			if gates[i].has(key) {
+				g = gates[i]
+				break
+			}
+		}
+		if g == nil && len(gates) > 0 {
+			g = gates[len(gates)-1]
+		}
+		if g == nil {
+			own := NewGate[struct{}](l, 1)
+			own.SetAwaitSent(true)
+			t, err := own.acquire(ctx, key)
+			if err != nil {
+				own.Close()
+				return nil, err
+			}
+			t.end = func() { own.Close() }
+			return t, nil
+		}
+		t, err := g.acquire(ctx, key)
+		if err == ErrClosed {
+			continue // that Gate closed meanwhile: pick again
+		}
+		return t, err
+	}
+}
+
+// has implements acquirer.
+func (g *Gate[T]) has(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.hosts[key]
+	return ok && !g.closed
+}
+
+// acquire implements acquirer: it waits, as Get does for a parked item,
+// until host key may start, and starts a request to it.
+func (g *Gate[T]) acquire(ctx context.Context, key string) (*Ticket, error) {
+	g.mu.Lock()
+	g.init()
+	for {
+		if g.closed {
+			g.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			g.mu.Unlock()
+			return nil, err
+		}
+		c := g.clock()
+		// Looked up each time: an idle host may have been evicted while
+		// this call waited, and a new one made by Put.
+		h := g.hostFor(key, c)
+		if !h.asking {
+			g.place(h, c) // refreshes its rule when the rules changed
+			h.crawl = g.lim.crawlDelay(h.key)
+			if g.startableNow(h, c) {
+				t := g.start(h, c, h.gap())
+				g.mu.Unlock()
+				return t, nil
+			}
+		}
+		var timer *time.Timer
+		var tick <-chan time.Time
+		if at := h.startAt(); c.future(at) {
+			timer = time.NewTimer(at.Sub(c.now()))
+			tick = timer.C
+		}
+		if g.getWake == nil {
+			g.getWake = make(chan struct{})
+		}
+		wakeCh, done := g.getWake, g.done
+		g.mu.Unlock()
+		var err error
+		select {
+		case <-wakeCh:
+		case <-tick:
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.mu.Lock()
+	}
+}
+
+// hostFor returns the Gate's state for key, making it (with what the
+// Limiter remembers of the host) if there is none; called under mu.
+func (g *Gate[T]) hostFor(key string, c *clock) *host[T] {
+	h := g.hosts[key]
+	if h == nil {
+		g.evict(c)
+		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
+		recall(g.lim, h)
+		h.ent, h.ver = g.lim.lookup(key)
+		h.grp = g.groupFor(h.ent)
+		g.hosts[key] = h
+	}
+	return h
+}
+
+// startableNow reports whether h may start a request now, wherever it is
+// filed; called under mu.
+func (g *Gate[T]) startableNow(h *host[T], c *clock) bool {
+	if p := g.par(h); p > 0 && h.inflight >= p {
+		return false
+	}
+	if h.unsent > 0 || c.future(h.startAt()) {
+		return false
+	}
+	return h.grp == nil || h.grp.inflight < h.grp.cap
+}
