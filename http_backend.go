@@ -137,10 +137,14 @@ func (b *httpBackend) setGuard(g *netGuard) {
 // applyGuard puts the guard on the client's transport if it is not there
 // yet; called under mu.
 func (b *httpBackend) applyGuard() {
-	if b.guard == nil || b.client.Transport == b.guarded {
+	if b.guard == nil || (b.guarded != nil && b.client.Transport == b.guarded) {
 		return
 	}
-	t, ok := b.client.Transport.(*http.Transport)
+	rt := b.client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport // what a nil Transport means; cloned below
+	}
+	t, ok := rt.(*http.Transport)
 	if !ok {
 		// A RoundTripper of the user's own: its connections are its own.
 		b.guarded = b.client.Transport
@@ -182,6 +186,8 @@ func (c *Collector) SetClient(client *http.Client) {
 	n.CheckRedirect = checkRedirect
 	c.shared.backend.mu.Lock()
 	c.shared.backend.client = &n
+	c.shared.backend.schemes = nil
+	c.shared.backend.applyGuard() // DenyPrivateNetworks covers the new transport too
 	c.shared.backend.mu.Unlock()
 }
 
