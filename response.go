@@ -102,8 +102,15 @@ func capFileName(name string) string {
 }
 
 // SanitizeFileName replaces characters that are unsafe in file names with
-// '_' and keeps the extension.
+// '_' and keeps the extension. The result has no path separator, no leading
+// dot (".bashrc", ".htaccess" and ".git" become "_bashrc", "_htaccess" and
+// "_git": a saved page must not become a hidden or configuration file) and
+// no trailing dot.
 func SanitizeFileName(name string) string {
+	if strings.HasPrefix(name, ".") {
+		name = "_" + name[1:]
+	}
+	name = strings.TrimRight(name, ".")
 	ext := filepath.Ext(name)
 	base := strings.TrimSuffix(name, ext)
 	clean := func(s string) string {
