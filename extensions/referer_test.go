@@ -17,8 +17,7 @@ func TestRefererPolicy(t *testing.T) {
 	other := newSite(t, nil)
 	var mu sync.Mutex
 	seen := map[string]string{}
-	var tlsSrv *httptest.Server
-	tlsSrv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen[r.URL.Path] = r.Header.Get("Referer")
 		mu.Unlock()
