@@ -243,7 +243,7 @@ func (c *Collector) handleOnError(resp *Response, err error) {
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.err {
 		if perr := c.safely("OnError", func() { f(resp, err) }); perr != nil {
-			c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
+			c.logger.Error("OnError callback panicked", "url", logURL(resp.Request), "err", perr)
 		}
 	}
 }

@@ -605,11 +605,11 @@ func (r *run) maybeRetry(resp *Response) bool {
 	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
 	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
-		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
+		r.c.logger.Warn("cannot retry request", "url", req.URL.Redacted(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
 	r.c.counts.retries.Add(1)
-	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
+	r.c.logger.Warn("retrying request", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
 	r.settled()
 	return true
@@ -625,7 +625,7 @@ func (r *run) waitRobots(resp *Response, until time.Time) bool {
 	req.attempt-- // the copy the frontier makes counts one more
 	if err := r.front.retry(r.ctx, req, until); err != nil {
 		req.attempt++
-		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.String(), "request_id", req.ID, "err", err)
+		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.Redacted(), "request_id", req.ID, "err", err)
 		return false
 	}
 	r.settled()

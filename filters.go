@@ -125,11 +125,11 @@ func normaliseDomains(ds []string) []string {
 func (cfg *config) checkURL(u *url.URL, depth int) error {
 	web := isWeb(u)
 	if !web && (u.Scheme == "" || cfg.otherScheme == nil || !cfg.otherScheme(u.Scheme)) {
-		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u)
+		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u.Redacted())
 	}
 	hostname := u.Hostname()
 	if hostname == "" && web {
-		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u)
+		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u.Redacted())
 	}
 	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
 		return ErrMaxDepth
@@ -239,7 +239,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 				return &AlreadyVisitedError{Destination: req.URL}
 			}
 			if err != nil && c.debugEnabled() {
-				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.String(), "err", err)
+				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
 			}
 		}
 		return nil
@@ -295,7 +295,7 @@ func (c *Collector) forgetVisited(req *Request) {
 	req.redirectKeys = nil
 	if vs, ok := c.storage().(storage.VisitedSet); ok {
 		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
-			c.logger.Warn("forgetting a failed request", "url", req.URL.String(), "err", err)
+			c.logger.Warn("forgetting a failed request", "url", req.URL.Redacted(), "err", err)
 		}
 	}
 }

@@ -83,6 +83,7 @@ func TestDenyPrivateNetworksDialPaths(t *testing.T) {
 		"deprecated Dial": {
 			transport: func(n *atomic.Int32) http.RoundTripper {
 				dial := userDial(n, plainAddr)
+				//lint:ignore SA1019 the deprecated Dial is a dial path users still set
 				return &http.Transport{Dial: func(network, addr string) (net.Conn, error) {
 					return dial(context.Background(), network, addr)
 				}}

@@ -116,7 +116,7 @@ func (c *Collector) reportRejection(req *Request, err error) {
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.refused {
 		if perr := c.safely("OnRefused", func() { f(req, err) }); perr != nil {
-			c.logger.Error("OnRefused callback panicked", "url", urlString(req), "err", perr)
+			c.logger.Error("OnRefused callback panicked", "url", logURL(req), "err", perr)
 		}
 	}
 }

@@ -102,7 +102,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 		// A .xml.gz file: compressed content, not a Content-Encoding.
 		zr, err := gzip.NewReader(body)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL, err)
+			return fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL.Redacted(), err)
 		}
 		defer zr.Close()
 		body = zr
@@ -148,7 +148,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 				tooLarge = true
 				break
 			}
-			parseErr = fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL, err)
+			parseErr = fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL.Redacted(), err)
 			break
 		}
 		switch t := tok.(type) {
@@ -157,7 +157,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 			switch {
 			case root == "":
 				if name != "urlset" && name != "sitemapindex" {
-					return fmt.Errorf("%w: %s: root element <%s>", ErrSitemapInvalid, req.URL, name)
+					return fmt.Errorf("%w: %s: root element <%s>", ErrSitemapInvalid, req.URL.Redacted(), name)
 				}
 				root = name
 			case (root == "urlset" && name == "url") || (root == "sitemapindex" && name == "sitemap"):
@@ -190,16 +190,16 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 	}
 	if resp.Truncated {
 		// The URLs before the cut were visited; the rest is lost.
-		return fmt.Errorf("%w: %s: cut at MaxBodySize (%d bytes)", ErrSitemapTooLarge, req.URL, cfg.maxBodySize)
+		return fmt.Errorf("%w: %s: cut at MaxBodySize (%d bytes)", ErrSitemapTooLarge, req.URL.Redacted(), cfg.maxBodySize)
 	}
 	if tooLarge {
-		return fmt.Errorf("%w: %s: more than %d URLs or %d bytes", ErrSitemapTooLarge, req.URL, MaxSitemapURLs, MaxSitemapBytes)
+		return fmt.Errorf("%w: %s: more than %d URLs or %d bytes", ErrSitemapTooLarge, req.URL.Redacted(), MaxSitemapURLs, MaxSitemapBytes)
 	}
 	if parseErr != nil {
 		return parseErr
 	}
 	if root == "" {
-		return fmt.Errorf("%w: %s: no <urlset> or <sitemapindex>", ErrSitemapInvalid, req.URL)
+		return fmt.Errorf("%w: %s: no <urlset> or <sitemapindex>", ErrSitemapInvalid, req.URL.Redacted())
 	}
 	return nil
 }
