@@ -32,6 +32,7 @@ const (
 	RefusedQueueFull         = "queue_full"
 	RefusedStopped           = "stopped"
 	RefusedPrivateNetwork    = "private_network"
+	RefusedSitemapScope      = "sitemap_scope"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -53,6 +54,7 @@ var refusalReasons = []struct {
 	{ErrMissingURL, RefusedInvalidURL},
 	{ErrQueueFull, RefusedQueueFull},
 	{ErrStopped, RefusedStopped},
+	{ErrSitemapOutOfScope, RefusedSitemapScope},
 }
 
 // refusalReason names the refusal err is, or returns "" for an error that is
@@ -80,7 +82,7 @@ type refusalCounts struct {
 
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
-	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork}
+	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedSitemapScope}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

@@ -84,6 +84,10 @@ type Request struct {
 	// sitemap marks a sitemap (or sitemap index) document: its response is
 	// read for URLs instead of going to the callbacks.
 	sitemap bool
+	// sitemapFor, on a sitemap named by a robots.txt, is that robots.txt's
+	// origin: the sitemap may list URLs there too (sitemaps.org
+	// cross-submission). Nested sitemaps inherit it.
+	sitemapFor string
 	// robotsWait, when set, is when the host's unreachable robots.txt will
 	// be fetched again: the request waits until then and is checked again
 	// before it is sent.
@@ -278,6 +282,9 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	}
 	req.checkRevisit = true
 	req.sitemap = sitemap
+	if sitemap {
+		req.sitemapFor = r.sitemapFor
+	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
 	if r.run != nil && r.run.queueMode {
@@ -332,6 +339,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		attempt:                   r.attempt + 1,
 		robotsWait:                r.robotsWait,
 		sitemap:                   r.sitemap,
+		sitemapFor:                r.sitemapFor,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,
@@ -377,6 +385,7 @@ type serializableRequest struct {
 	Marked                    bool   `json:",omitempty"`
 	Parent                    string `json:",omitempty"`
 	Sitemap                   bool   `json:",omitempty"`
+	SitemapFor                string `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -414,7 +423,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
-		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
+		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap, SitemapFor: r.sitemapFor,
 	})
 }
 
@@ -445,6 +454,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
 		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
+		sitemapFor: sr.SitemapFor,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -27,11 +29,18 @@ var (
 	// ErrSitemapInvalid is reported when a sitemap is neither a <urlset>
 	// nor a <sitemapindex>, or its XML is broken.
 	ErrSitemapInvalid = errors.New("invalid sitemap")
+	// ErrSitemapOutOfScope is returned (to OnRefused) for a sitemap entry on
+	// another scheme or host than the sitemap itself, unless the sitemap was
+	// named by that host's robots.txt (sitemaps.org cross-submission): a
+	// sitemap on one host must not send the crawler to another.
+	ErrSitemapOutOfScope = errors.New("sitemap lists a URL outside its scope")
 )
 
 // VisitSitemap fetches the sitemap (or sitemap index) at u, plain or
 // gzip-compressed, and visits every page it lists, at depth 1 like Visit;
-// nested sitemaps of an index are read too. Every URL goes through the usual
+// nested sitemaps of an index are read too. Only URLs on the sitemap's own
+// scheme and host are visited (those on another are refused with
+// ErrSitemapOutOfScope), as the sitemaps protocol requires. Every URL goes through the usual
 // admission (domains, filters, robots.txt, visited set), so refusals reach
 // OnRefused. The sitemap documents themselves do not reach the callbacks;
 // a sitemap that cannot be fetched or read reaches OnError. In sync mode it
@@ -76,6 +85,10 @@ func (c *Collector) robotsSitemaps(robotsURL string, urls []string) {
 			req.sitemap = true
 			// Found on robots.txt, not started by the user (see credentialScope).
 			req.parentURL = robotsURL
+			// A host's robots.txt may name a sitemap elsewhere for its URLs.
+			if ru, perr := url.Parse(robotsURL); perr == nil {
+				req.sitemapFor = originOf(ru)
+			}
 			_, err = c.enter(cfg, req)
 		}
 		if err != nil {
@@ -134,6 +147,9 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 					return
 				}
 			}
+		}
+		if c.refuseOutOfScope(req, u) {
+			return
 		}
 		// Refusals are reported by the child path; they do not fail the sitemap.
 		_ = req.childAt(http.MethodGet, u, req.Depth, root == "sitemapindex", nil, nil)
@@ -202,6 +218,49 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 		return fmt.Errorf("%w: %s: no <urlset> or <sitemapindex>", ErrSitemapInvalid, req.URL.Redacted())
 	}
 	return nil
+}
+
+// refuseOutOfScope refuses, through OnRefused, a sitemap entry loc whose
+// scheme or host is neither the sitemap's own nor that of the robots.txt
+// that named the sitemap, and reports whether it did.
+func (c *Collector) refuseOutOfScope(sitemap *Request, loc string) bool {
+	abs := sitemap.resolve(loc)
+	if abs == nil || abs.Host == "" {
+		return false // admission reports what is wrong with it
+	}
+	o := originOf(abs)
+	if o == originOf(sitemap.URL) || (sitemap.sitemapFor != "" && o == sitemap.sitemapFor) {
+		return false
+	}
+	abs.Fragment, abs.RawFragment = "", ""
+	err := fmt.Errorf("%w: %s listed by %s", ErrSitemapOutOfScope, abs.Redacted(), sitemap.URL.Redacted())
+	req, nerr := c.newRequestURL(abs, http.MethodGet, sitemap.Depth, nil, sitemap.Ctx.Clone(), nil)
+	if nerr != nil {
+		err = nerr
+	}
+	req.parentURL = urlString(sitemap)
+	req.err = err
+	c.refuse(req, err)
+	return true
+}
+
+// originOf is u's scheme and host, with the scheme's default port written
+// out and the host in its IDNA ASCII form, for comparing origins.
+func originOf(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(asciiHost(u.Hostname()), port)
 }
 
 // parseW3CDate parses a sitemap <lastmod>: W3C Datetime, a profile of ISO
