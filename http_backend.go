@@ -692,7 +692,7 @@ func (c *Collector) finishBody(cfg *config, resp *Response) *Response {
 	if err != nil {
 		c.logger.Warn("charset conversion failed; body left as received", "url", resp.Request.URL.Redacted(), "err", err)
 	} else {
-		resp.Body = body
+		resp.setDecoded(body) // the bytes received stay for Save and RawBody
 	}
 	return resp
 }
