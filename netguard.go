@@ -70,8 +70,9 @@ var (
 //     or mesh dialer, a custom resolver, uTLS, client certificates) is kept:
 //     a target given as an IP literal is checked before it is called, and
 //     the remote address of the connection it returns is checked before any
-//     HTTP byte is written; a connection whose remote address is not an IP
-//     address is refused.
+//     HTTP byte is written (for DialTLSContext, after the TLS handshake it
+//     made); a connection whose remote address is not an IP address is
+//     refused.
 //
 // Through a proxy (Transport.Proxy, or a dialer that tunnels), the checked
 // address is the proxy's: a proxy on loopback or a private network must be
