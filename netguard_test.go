@@ -122,6 +122,19 @@ func TestDenyPrivateNetworksDialPaths(t *testing.T) {
 		})
 	}
 
+	t.Run("a connection without an IP remote address", func(t *testing.T) {
+		c := NewCollector(DenyPrivateNetworks(), IgnoreRobotsTxt())
+		var dials atomic.Int32
+		c.WithTransport(&http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			client, server := net.Pipe()
+			server.Close()
+			return client, nil
+		}})
+		if err := c.Visit("http://mesh.example/"); !errors.Is(err, ErrPrivateNetwork) || dials.Load() == 0 {
+			t.Errorf("Visit over a pipe error = %v after %d dials, want ErrPrivateNetwork from the user's dialer", err, dials.Load())
+		}
+	})
 	t.Run("SetClient with a nil Transport", func(t *testing.T) {
 		hits.Store(0)
 		c := NewCollector(DenyPrivateNetworks(), IgnoreRobotsTxt())
