@@ -280,7 +280,7 @@ func (c *Collector) handleOnError(resp *Response, err error) {
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.err {
 		if perr := c.safelyAt(resp.Request, &labelOnError, func() { f(resp, err) }); perr != nil {
-			c.logger.Error("OnError callback panicked", "url", urlString(resp.Request), "err", perr)
+			c.logger.Error("OnError callback panicked", "url", logURL(resp.Request), "err", perr)
 		}
 	}
 }
@@ -406,11 +406,11 @@ func (r *run) finishStuck(g *guardCall) {
 	if label == nil {
 		label = &callbackLabel{kind: "callback"}
 	}
-	err := &CallbackStuckError{Callback: label.kind, Selector: label.selector, URL: urlString(req), Running: time.Since(g.started)}
+	err := &CallbackStuckError{Callback: label.kind, Selector: label.selector, URL: logURL(req), Running: time.Since(g.started)}
 	r.callsMu.Lock()
 	r.stuck = append(r.stuck, err)
 	r.callsMu.Unlock()
-	r.c.logger.Error("callback did not return; abandoned", "url", urlString(req), "method", req.Method,
+	r.c.logger.Error("callback did not return; abandoned", "url", logURL(req), "method", req.Method,
 		"request_id", req.ID, "duration", err.Running, "err", err)
 	req.setFinal(req.attempt, err)
 	if req.root != nil {

@@ -492,7 +492,7 @@ func (c *Collector) logRefusal(req *Request, err error) {
 	if !c.debugEnabled() {
 		return
 	}
-	c.logger.Debug("request refused", "url", req.URL.String(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
+	c.logger.Debug("request refused", "url", req.URL.Redacted(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
 }
 
 // debugEnabled guards Debug calls on hot paths, whose attributes (URL
@@ -528,14 +528,14 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 			err = &RetryError{Attempts: req.attempt, Err: err}
 		}
 		if c.debugEnabled() {
-			c.logger.Debug("request failed", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+			c.logger.Debug("request failed", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
 		}
 		c.handleOnError(resp, err)
 		r.finish(req, err)
 		return nil
 	}
 	if c.debugEnabled() {
-		c.logger.Debug("response", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+		c.logger.Debug("response", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
 	}
 	if req.sitemap {
 		r.finish(req, c.readSitemap(r.cfg, resp))
@@ -572,7 +572,7 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 	}
 	c.runDocumentCallbacks(cbs, resp, report)
 	if c.debugging() {
-		c.emit(evScraped, resp.Request, map[string]string{"url": urlString(resp.Request)})
+		c.emit(evScraped, resp.Request, map[string]string{"url": logURL(resp.Request)})
 	}
 	for _, f := range cbs.scraped {
 		report(c.safelyAt(resp.Request, &labelOnScraped, func() { f(resp) }))
@@ -634,7 +634,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 					}
 					e := NewHTMLElementFromSelectionNode(resp, s, n, i)
 					if c.debugging() {
-						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": urlString(req)})
+						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
 					}
 					i++
 					report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
@@ -648,7 +648,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 				}
 				e := NewXMLElementFromHTMLNode(resp, n)
 				if c.debugging() {
-					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
 				}
 				e.Index = i
 				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
@@ -667,7 +667,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 				}
 				e := NewXMLElementFromXMLNode(resp, n)
 				if c.debugging() {
-					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": urlString(req)})
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
 				}
 				e.Index = i
 				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))

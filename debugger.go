@@ -49,12 +49,12 @@ func (c *Collector) emit(typ string, req *Request, values map[string]string) {
 
 // requestValues are the values of request events.
 func requestValues(req *Request) map[string]string {
-	return map[string]string{"url": urlString(req), "method": req.Method, "depth": strconv.Itoa(req.Depth)}
+	return map[string]string{"url": logURL(req), "method": req.Method, "depth": strconv.Itoa(req.Depth)}
 }
 
 // responseValues are the values of response and error events.
 func responseValues(resp *Response, err error) map[string]string {
-	v := map[string]string{"url": urlString(resp.Request)}
+	v := map[string]string{"url": logURL(resp.Request)}
 	if resp.StatusCode != 0 {
 		v["status"] = strconv.Itoa(resp.StatusCode)
 	}
@@ -77,3 +77,13 @@ const (
 	evScraped         = debug.EventScraped
 	evFetch           = debug.EventFetch
 )
+
+// logURL is r's URL as logs, debugger events and error texts show it: a
+// password in it reads "xxxxx" (url.URL.Redacted), since a start URL may
+// carry user:password and every link resolved against it inherits them.
+func logURL(r *Request) string {
+	if r == nil || r.URL == nil {
+		return ""
+	}
+	return r.URL.Redacted()
+}

@@ -284,7 +284,7 @@ func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte
 	if mediaType == "" {
 		mediaType = strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
 	}
-	if isBinaryType(mediaType) {
+	if isBinaryType(mediaType) || sniffsBinary(body) {
 		return body, nil
 	}
 	if forced != "" {
@@ -371,6 +371,19 @@ func isBinaryType(mediaType string) bool {
 		return true
 	}
 	return false
+}
+
+// sniffsBinary reports whether body starts with the signature of an image,
+// audio, video, font or archive format (http.DetectContentType), whatever
+// the server's Content-Type says: transcoding such bytes would only destroy
+// them. Unknown binary data ("application/octet-stream") is not counted, as
+// a UTF-16 text without a byte-order mark sniffs as that too.
+func sniffsBinary(body []byte) bool {
+	if len(body) == 0 {
+		return false
+	}
+	mt, _, _ := strings.Cut(http.DetectContentType(body), ";")
+	return mt != "application/octet-stream" && isBinaryType(mt)
 }
 
 // isHTMLType reports whether a <meta> prescan applies: the type says HTML, or

@@ -736,11 +736,11 @@ func (r *run) policyRetry(resp *Response, p *RetryOptions, he *HTTPError) bool {
 	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
 	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
-		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
+		r.c.logger.Warn("cannot retry request", "url", req.URL.Redacted(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
 	r.c.counts.retries.Add(1)
-	r.c.logger.Warn("retrying request", "url", req.URL.String(), "method", req.Method, "status", resp.StatusCode,
+	r.c.logger.Warn("retrying request", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode,
 		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
 	r.settled()
 	return true
@@ -780,11 +780,11 @@ func (r *run) busyRetry(resp *Response) bool {
 		return false
 	}
 	if err := r.front.retry(r.ctx, req, time.Now().Add(resp.retryAfter)); err != nil {
-		r.c.logger.Warn("cannot retry request", "url", req.URL.String(), "method", req.Method, "request_id", req.ID, "err", err)
+		r.c.logger.Warn("cannot retry request", "url", logURL(req), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
 	r.c.counts.busyRetries.Add(1)
-	r.c.logger.Warn("server busy; retrying after the host's hold", "url", req.URL.String(), "method", req.Method,
+	r.c.logger.Warn("server busy; retrying after the host's hold", "url", logURL(req), "method", req.Method,
 		"status", resp.StatusCode, "request_id", req.ID, "attempt", req.attempt, "duration", resp.retryAfter)
 	r.settled()
 	return true
@@ -800,7 +800,7 @@ func (r *run) waitRobots(resp *Response, until time.Time) bool {
 	req.attempt-- // the copy the frontier makes counts one more
 	if err := r.front.retry(r.ctx, req, until); err != nil {
 		req.attempt++
-		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.String(), "request_id", req.ID, "err", err)
+		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.Redacted(), "request_id", req.ID, "err", err)
 		return false
 	}
 	r.settled()

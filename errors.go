@@ -72,7 +72,7 @@ type AlreadyVisitedError struct {
 
 // Error implements error.
 func (e *AlreadyVisitedError) Error() string {
-	return fmt.Sprintf("%q already visited", e.Destination)
+	return fmt.Sprintf("%q already visited", e.Destination.Redacted())
 }
 
 // HTTPError is the error for a response whose status is 300 or above (when

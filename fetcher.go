@@ -232,10 +232,10 @@ func (c *Collector) fetchWith(ctx context.Context, cfg *config, req *Request, f 
 	}
 	if err != nil {
 		if c.debugEnabled() {
-			c.logger.Debug("fetcher failed", "url", u.String(), "request_id", req.ID, "duration", out.latency, "err", err)
+			c.logger.Debug("fetcher failed", "url", u.Redacted(), "request_id", req.ID, "duration", out.latency, "err", err)
 		}
 		if c.debugging() {
-			c.emit(evFetch, req, map[string]string{"url": u.String(), "duration": out.latency.String(), "error": err.Error()})
+			c.emit(evFetch, req, map[string]string{"url": u.Redacted(), "duration": out.latency.String(), "error": err.Error()})
 		}
 		return out, err
 	}
@@ -258,11 +258,11 @@ func (c *Collector) fetchWith(ctx context.Context, cfg *config, req *Request, f 
 	out.body = io.NopCloser(bytes.NewReader(res.Body))
 	out.finalURL = final
 	if c.debugEnabled() {
-		c.logger.Debug("fetched by fetcher", "url", final.String(), "request_id", req.ID, "status", res.StatusCode,
+		c.logger.Debug("fetched by fetcher", "url", final.Redacted(), "request_id", req.ID, "status", res.StatusCode,
 			"duration", out.latency)
 	}
 	if c.debugging() {
-		c.emit(evFetch, req, map[string]string{"url": final.String(), "status": strconv.Itoa(res.StatusCode),
+		c.emit(evFetch, req, map[string]string{"url": final.Redacted(), "status": strconv.Itoa(res.StatusCode),
 			"duration": out.latency.String()})
 	}
 	return out, nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -110,20 +112,45 @@ func (c *Collector) snapshot() *config {
 }
 
 // normaliseDomains lowercases entries and drops ports, so that an entry
-// written as "127.0.0.1:8080" matches the hostname (Colly never matches it).
+// written as "127.0.0.1:8080" matches the hostname (Colly never matches it),
+// and writes internationalised names in their ASCII (punycode) form, the
+// form links are in: "bücher.test" matches xn--bcher-kva.test.
 func normaliseDomains(ds []string) []string {
 	if len(ds) == 0 {
 		return nil
 	}
 	out := make([]string, 0, len(ds))
 	for _, d := range ds {
-		d = strings.ToLower(strings.TrimSpace(d))
+		d = strings.TrimSpace(d)
 		if h, _, err := net.SplitHostPort(d); err == nil {
 			d = h
 		}
-		out = append(out, strings.Trim(d, "[]"))
+		out = append(out, asciiHost(strings.Trim(d, "[]")))
 	}
 	return out
+}
+
+// asciiHost is a hostname in lower case and, when it is an
+// internationalised name, in its IDNA ASCII form (UTS #46 lookup mapping,
+// as browsers and the WHATWG URL parser apply). A name IDNA refuses is only
+// lowercased: it is compared as written.
+func asciiHost(h string) string {
+	if isASCII(h) {
+		return strings.ToLower(h)
+	}
+	if a, err := idna.Lookup.ToASCII(h); err == nil {
+		return a
+	}
+	return strings.ToLower(h)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkURL applies the checks that need only the URL and depth: scheme,
@@ -131,11 +158,11 @@ func normaliseDomains(ds []string) []string {
 func (cfg *config) checkURL(u *url.URL, depth int) error {
 	web := isWeb(u)
 	if !web && (u.Scheme == "" || cfg.otherScheme == nil || !cfg.otherScheme(u.Scheme)) {
-		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u)
+		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u.Redacted())
 	}
 	hostname := u.Hostname()
 	if hostname == "" && web {
-		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u)
+		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u.Redacted())
 	}
 	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
 		return ErrMaxDepth
@@ -154,7 +181,7 @@ func (cfg *config) checkURL(u *url.URL, depth int) error {
 	if hostname == "" {
 		return nil // a file:// URL: domain filters are about servers
 	}
-	host := strings.ToLower(hostname)
+	host := asciiHost(hostname)
 	if slices.Contains(cfg.disallowedDomains, host) {
 		return ErrForbiddenDomain
 	}
@@ -265,7 +292,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 				return &AlreadyVisitedError{Destination: req.URL}
 			}
 			if err != nil && c.debugEnabled() {
-				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.String(), "err", err)
+				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
 			}
 		}
 		return nil
@@ -321,7 +348,7 @@ func (c *Collector) forgetVisited(req *Request) {
 	req.redirectKeys = nil
 	if vs, ok := c.storage().(storage.VisitedSet); ok {
 		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
-			c.logger.Warn("forgetting a failed request", "url", req.URL.String(), "err", err)
+			c.logger.Warn("forgetting a failed request", "url", req.URL.Redacted(), "err", err)
 		}
 	}
 }

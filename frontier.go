@@ -438,7 +438,7 @@ func (f *queueFrontier) flushLinks(ctx context.Context, req *Request) {
 	if b := f.takeLinks(req); b != nil {
 		refused, err := f.storeLinks(ctx, b)
 		if err != nil {
-			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(b.data), "err", err)
+			f.c.logger.Warn("storing the links of a page", "url", logURL(req), "links", len(b.data), "err", err)
 			req.lostChild.Store(true)
 		}
 		f.reportVisited(refused)
@@ -1027,7 +1027,7 @@ func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack
 		do = func(ctx context.Context) error { return f.q.Ack(ctx, id) }
 	}
 	if err := f.out.persist(ctx, op, req, do); err != nil {
-		f.c.logger.Warn("settling queue entry", "op", op, "url", urlString(req), "err", err)
+		f.c.logger.Warn("settling queue entry", "op", op, "url", logURL(req), "err", err)
 		f.checkUnknownLease(ctx, err)
 	}
 }
@@ -1090,14 +1090,14 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 		var err error
 		refused, err = f.storeLinks(ctx, links)
 		if err != nil {
-			f.c.logger.Warn("storing the links of a page", "url", urlString(req), "links", len(links.data), "err", err)
+			f.c.logger.Warn("storing the links of a page", "url", logURL(req), "links", len(links.data), "err", err)
 			req.lostChild.Store(true)
 		}
 	}
 	if !queued && ok && req.lostChild.Load() {
 		ok = false
 		f.c.logger.Warn("releasing a page whose links could not be stored; it will be fetched again",
-			"url", urlString(req), "request_id", req.ID)
+			"url", logURL(req), "request_id", req.ID)
 	}
 	if queued {
 		f.combineAcks(ctx)

@@ -137,10 +137,14 @@ func (b *httpBackend) setGuard(g *netGuard) {
 // applyGuard puts the guard on the client's transport if it is not there
 // yet; called under mu.
 func (b *httpBackend) applyGuard() {
-	if b.guard == nil || b.client.Transport == b.guarded {
+	if b.guard == nil || (b.guarded != nil && b.client.Transport == b.guarded) {
 		return
 	}
-	t, ok := b.client.Transport.(*http.Transport)
+	rt := b.client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport // what a nil Transport means; cloned below
+	}
+	t, ok := rt.(*http.Transport)
 	if !ok {
 		// A RoundTripper of the user's own: its connections are its own.
 		b.guarded = b.client.Transport
@@ -182,6 +186,8 @@ func (c *Collector) SetClient(client *http.Client) {
 	n.CheckRedirect = checkRedirect
 	c.shared.backend.mu.Lock()
 	c.shared.backend.client = &n
+	c.shared.backend.schemes = nil
+	c.shared.backend.applyGuard() // DenyPrivateNetworks covers the new transport too
 	c.shared.backend.mu.Unlock()
 }
 
@@ -337,7 +343,7 @@ func checkRedirect(next *http.Request, via []*http.Request) error {
 	}
 	if err := st.check(next, via); err != nil {
 		//lint:ignore ST1005 Colly's text
-		return fmt.Errorf("Not following redirect to %q: %w", next.URL.String(), err)
+		return fmt.Errorf("Not following redirect to %q: %w", next.URL.Redacted(), err)
 	}
 	return nil
 }
@@ -424,7 +430,7 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	}
 	hreq.Header = req.Headers.Clone()
 	if removed := c.shared.creds.strip(req.URL, hreq.Header); removed != nil && c.debugEnabled() {
-		c.logger.Debug("credential headers not sent to a host the crawl was not started on", "url", req.URL.String(),
+		c.logger.Debug("credential headers not sent to a host the crawl was not started on", "url", req.URL.Redacted(),
 			"request_id", req.ID, "headers", removed)
 	}
 	if _, ok := hreq.Header["User-Agent"]; !ok {
@@ -636,14 +642,14 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	c.counts.response(f.status, len(body))
 	resp.Body, resp.Truncated = body, truncated
 	if truncated {
-		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.String(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
+		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.Redacted(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
 	}
 	if useCache && !truncated {
 		// A body cut at MaxBodySize is not the page: cached, it would be
 		// replayed as whole (Truncated false) to this run and the next.
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
 		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
-			c.logger.Warn("caching response", "url", req.URL.String(), "err", err)
+			c.logger.Warn("caching response", "url", req.URL.Redacted(), "err", err)
 		}
 	}
 	resp = c.finishBody(cfg, resp)
@@ -717,9 +723,9 @@ func (c *Collector) finishBody(cfg *config, resp *Response) *Response {
 	}
 	body, err := toUTF8(resp.Body, ct, resp.Request.ResponseCharacterEncoding, cfg.detectCharset)
 	if err != nil {
-		c.logger.Warn("charset conversion failed; body left as received", "url", resp.Request.URL.String(), "err", err)
+		c.logger.Warn("charset conversion failed; body left as received", "url", resp.Request.URL.Redacted(), "err", err)
 	} else {
-		resp.Body = body
+		resp.setDecoded(body) // the bytes received stay for Save and RawBody
 	}
 	return resp
 }
@@ -732,7 +738,7 @@ func (c *Collector) capRetryAfter(req *Request, d time.Duration) time.Duration {
 	if d <= hold {
 		return d
 	}
-	c.logger.Warn("Retry-After capped at MaxHold", "url", req.URL.String(), "host", req.URL.Host, "request_id", req.ID,
+	c.logger.Warn("Retry-After capped at MaxHold", "url", req.URL.Redacted(), "host", req.URL.Host, "request_id", req.ID,
 		"retry_after", d, "duration", hold)
 	return hold
 }

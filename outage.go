@@ -108,7 +108,7 @@ func (o *outages) failed(op string, attempt int, err error, req *Request) {
 	st.last = now
 	failures := st.failures
 	o.mu.Unlock()
-	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "failures", failures, "url", urlString(req), "err", err)
+	o.c.logger.Warn("storage failing; retrying", "op", op, "attempt", attempt, "failures", failures, "url", logURL(req), "err", err)
 	if !fresh {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // ProxyFunc chooses the proxy for one outgoing request, as http.Transport.Proxy does.
@@ -40,15 +41,30 @@ func contextWithProxyURLBox(ctx context.Context) (context.Context, *string) {
 }
 
 // proxyURLFromContext returns the proxy URL a ProxyFunc reported in ctx (see
-// ProxyURLKey), or "" when none was reported.
+// ProxyURLKey), or "" when none was reported. A password in it is redacted
+// (url.URL.Redacted): Request.ProxyURL ends up in logs and exports.
 func proxyURLFromContext(ctx context.Context) string {
 	switch v := ctx.Value(ProxyURLKey).(type) {
 	case *string:
 		if v != nil {
-			return *v
+			return redactURL(*v)
 		}
 	case string:
-		return v
+		return redactURL(v)
 	}
 	return ""
+}
+
+// redactURL returns s with the password of its user information replaced
+// by "xxxxx", as url.URL.Redacted does; text that does not parse as a URL
+// with user information is returned as it is.
+func redactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }

@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,12 @@ func TestProxyURLFromContext(t *testing.T) {
 	var nilBox *string
 	if got := proxyURLFromContext(context.WithValue(t.Context(), ProxyURLKey, nilBox)); got != "" {
 		t.Errorf("proxyURLFromContext(nil box) = %q, want \"\"", got)
+	}
+	// A password in the reported URL is redacted, whoever reported it.
+	for _, v := range []any{"http://u:secret@proxy:3128", &[]string{"socks5://u:secret@p:1080"}[0]} {
+		got := proxyURLFromContext(context.WithValue(t.Context(), ProxyURLKey, v))
+		if strings.Contains(got, "secret") || !strings.Contains(got, "u:xxxxx@") {
+			t.Errorf("proxyURLFromContext(%v) = %q, want the password redacted", v, got)
+		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	RefusedStopped           = "stopped"
 	RefusedPrivateNetwork    = "private_network"
 	RefusedSitemapNesting    = "sitemap_nesting"
+	RefusedSitemapScope      = "sitemap_scope"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -57,6 +58,7 @@ var refusalReasons = []struct {
 	{ErrFrontierFull, RefusedFrontierFull},
 	{ErrStopped, RefusedStopped},
 	{ErrSitemapNesting, RefusedSitemapNesting},
+	{ErrSitemapOutOfScope, RefusedSitemapScope},
 }
 
 // refusalReason names the refusal err is, or returns "" for an error that is
@@ -85,7 +87,7 @@ type refusalCounts struct {
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
 	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
-	RefusedSitemapNesting}
+	RefusedSitemapNesting, RefusedSitemapScope}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {
@@ -121,7 +123,7 @@ func (c *Collector) reportRejection(req *Request, err error) {
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.refused {
 		if perr := c.safely("OnRefused", func() { f(req, err) }); perr != nil {
-			c.logger.Error("OnRefused callback panicked", "url", urlString(req), "err", perr)
+			c.logger.Error("OnRefused callback panicked", "url", logURL(req), "err", perr)
 		}
 	}
 }

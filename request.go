@@ -88,6 +88,10 @@ type Request struct {
 	// document (0 for one given to VisitSitemap or named by robots.txt);
 	// see MaxSitemapNesting.
 	sitemapLevel int
+	// sitemapFor, on a sitemap named by a robots.txt, is that robots.txt's
+	// origin: the sitemap may list URLs there too (sitemaps.org
+	// cross-submission). Nested sitemaps inherit it.
+	sitemapFor string
 	// robotsWait, when set, is when the host's unreachable robots.txt will
 	// be fetched again: the request waits until then and is checked again
 	// before it is sent.
@@ -291,6 +295,7 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	req.sitemap = sitemap
 	if sitemap {
 		req.sitemapLevel = r.sitemapLevel + 1
+		req.sitemapFor = r.sitemapFor
 	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
@@ -347,6 +352,7 @@ func (r *Request) retryCopy() (*Request, error) {
 		robotsWait:                r.robotsWait,
 		sitemap:                   r.sitemap,
 		sitemapLevel:              r.sitemapLevel,
+		sitemapFor:                r.sitemapFor,
 		bodyBytes:                 body,
 		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,
@@ -393,6 +399,7 @@ type serializableRequest struct {
 	Parent                    string `json:",omitempty"`
 	Sitemap                   bool   `json:",omitempty"`
 	SitemapLevel              int    `json:",omitempty"`
+	SitemapFor                string `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
@@ -431,7 +438,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
 		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
-		SitemapLevel: r.sitemapLevel,
+		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
 	})
 }
 
@@ -463,6 +470,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
 		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
 		sitemapLevel: sr.SitemapLevel,
+		sitemapFor:   sr.SitemapFor,
 	}
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body

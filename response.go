@@ -21,7 +21,10 @@ type Response struct {
 
 	// StatusCode is the HTTP status.
 	StatusCode int
-	// Body is the decompressed body, converted to UTF-8 for text content.
+	// Body is the decompressed body, converted to UTF-8 for text content
+	// (a body whose bytes are an image, audio, video, font or archive is
+	// left as it is, whatever its Content-Type says). RawBody and Save
+	// give the bytes as received.
 	Body []byte
 	// Ctx is the request's Context.
 	Ctx *Context
@@ -46,6 +49,11 @@ type Response struct {
 	// FromCache is true when the response came from CacheDir.
 	FromCache bool
 
+	// raw is the decompressed body as received, kept when the charset
+	// conversion made Body a different slice; decoded is that slice, so that
+	// Save can tell whether a callback replaced Body since.
+	raw, decoded []byte
+
 	// err is the failure the analyzer delivers to OnError.
 	err error
 	// aborted is set when OnRequest aborted the request: it finishes silently.
@@ -54,9 +62,41 @@ type Response struct {
 	retryAfter time.Duration
 }
 
-// Save writes the body to fileName with mode 0644.
+// Save writes the body to fileName with mode 0644: the bytes as received
+// (decompressed, not converted to UTF-8), unless a callback has replaced
+// Body, whose content is then written.
 func (r *Response) Save(fileName string) error {
-	return os.WriteFile(fileName, r.Body, 0o644)
+	return os.WriteFile(fileName, r.saved(), 0o644)
+}
+
+// RawBody is the body as received, decompressed but not converted to UTF-8:
+// Body itself when no conversion changed it. Callbacks must not modify it.
+func (r *Response) RawBody() []byte {
+	if r.raw != nil {
+		return r.raw
+	}
+	return r.Body
+}
+
+// saved is what Save writes.
+func (r *Response) saved() []byte {
+	if r.raw != nil && sameBytes(r.Body, r.decoded) {
+		return r.raw
+	}
+	return r.Body
+}
+
+// sameBytes reports whether a and b are the same slice (not equal content).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// setDecoded records that body, a conversion of Body, replaces it.
+func (r *Response) setDecoded(body []byte) {
+	if !sameBytes(body, r.Body) || cap(body) != cap(r.Body) {
+		r.raw, r.decoded = r.Body, body
+	}
+	r.Body = body
 }
 
 // FileName is a safe file name for the response: the Content-Disposition
@@ -102,8 +142,15 @@ func capFileName(name string) string {
 }
 
 // SanitizeFileName replaces characters that are unsafe in file names with
-// '_' and keeps the extension.
+// '_' and keeps the extension. The result has no path separator, no leading
+// dot (".bashrc", ".htaccess" and ".git" become "_bashrc", "_htaccess" and
+// "_git": a saved page must not become a hidden or configuration file) and
+// no trailing dot.
 func SanitizeFileName(name string) string {
+	if strings.HasPrefix(name, ".") {
+		name = "_" + name[1:]
+	}
+	name = strings.TrimRight(name, ".")
 	ext := filepath.Ext(name)
 	base := strings.TrimSuffix(name, ext)
 	clean := func(s string) string {

@@ -34,7 +34,9 @@ const (
 	maxRobotsHosts = 10000
 	// maxRobotsCacheBytes bounds the memory the cache keeps, as estimated by
 	// robotsCost: a robots.txt of 20,000 wildcard rules costs about 26 MiB
-	// parsed, so a count of hosts alone does not bound it.
+	// parsed, one of rules with 100 wildcards each about 78 MiB, so a count
+	// of hosts alone does not bound it. One robots.txt that costs more than
+	// the whole budget is still kept, alone, while it is the newest.
 	maxRobotsCacheBytes = 64 << 20
 	// robotsAttempts is how many times a robots.txt that answers 5xx (or
 	// fails after its host was reached) is fetched before the host's URLs
@@ -112,19 +114,6 @@ func hostUnreachable(err error) bool {
 	}
 	_, ok := errors.AsType[x509.CertificateInvalidError](err)
 	return ok
-}
-
-// robotsCost estimates the memory a parsed robots.txt keeps: the body, and
-// the compiled pattern of each rule with a wildcard ("*" or "$"), which
-// the parser turns into a regular expression (about 1.3 KiB each, measured).
-func robotsCost(body []byte) int {
-	wild := 0
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.ContainsAny(line, "*$") {
-			wild++
-		}
-	}
-	return 512 + 2*len(body) + 1400*wild
 }
 
 // robotsCache keeps parsed robots.txt per scheme://host:port for ttl.
@@ -371,9 +360,10 @@ func (rc *robotsCache) run(ctx context.Context, e *robotsEntry, robotsURL *url.U
 		rc.unreachable(e, robotsURL, err)
 		return
 	}
+	body, cost := robotsWithin(body, maxRobotsFileCost) // rules past the cost bound are ignored
 	e.data = parseRobots(status, body)
 	e.expires = time.Now().Add(rc.ttl)
-	rc.account(e, robotsCost(body))
+	rc.account(e, cost)
 }
 
 // unreachable records a failed attempt: pending with a backoff while

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -38,11 +40,18 @@ var (
 	// ErrSitemapNesting is returned for an entry of a sitemap index that has
 	// MaxSitemapNesting indexes above it already; the entry is not fetched.
 	ErrSitemapNesting = errors.New("sitemap index nested too deep")
+	// ErrSitemapOutOfScope is returned (to OnRefused) for a sitemap entry on
+	// another scheme or host than the sitemap itself, unless the sitemap was
+	// named by that host's robots.txt (sitemaps.org cross-submission): a
+	// sitemap on one host must not send the crawler to another.
+	ErrSitemapOutOfScope = errors.New("sitemap lists a URL outside its scope")
 )
 
 // VisitSitemap fetches the sitemap (or sitemap index) at u, plain or
 // gzip-compressed, and visits every page it lists, at depth 1 like Visit;
-// nested sitemaps of an index are read too. Every URL goes through the usual
+// nested sitemaps of an index are read too. Only URLs on the sitemap's own
+// scheme and host are visited (those on another are refused with
+// ErrSitemapOutOfScope), as the sitemaps protocol requires. Every URL goes through the usual
 // admission (domains, filters, robots.txt, visited set), so refusals reach
 // OnRefused. The sitemap documents themselves do not reach the callbacks;
 // a sitemap that cannot be fetched or read reaches OnError. In sync mode it
@@ -87,6 +96,10 @@ func (c *Collector) robotsSitemaps(robotsURL string, urls []string) {
 			req.sitemap = true
 			// Found on robots.txt, not started by the user (see credentialScope).
 			req.parentURL = robotsURL
+			// A host's robots.txt may name a sitemap elsewhere for its URLs.
+			if ru, perr := url.Parse(robotsURL); perr == nil {
+				req.sitemapFor = originOf(ru)
+			}
 			_, err = c.enter(cfg, req)
 		}
 		if err != nil {
@@ -113,7 +126,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 		// A .xml.gz file: compressed content, not a Content-Encoding.
 		zr, err := gzip.NewReader(body)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL, err)
+			return fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL.Redacted(), err)
 		}
 		defer zr.Close()
 		body = zr
@@ -146,6 +159,9 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 				}
 			}
 		}
+		if c.refuseOutOfScope(req, u) {
+			return
+		}
 		if root == "sitemapindex" && req.sitemapLevel >= MaxSitemapNesting {
 			c.refuseNestedSitemap(req, u)
 			return
@@ -163,7 +179,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 				tooLarge = true
 				break
 			}
-			parseErr = fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL, err)
+			parseErr = fmt.Errorf("%w: %s: %w", ErrSitemapInvalid, req.URL.Redacted(), err)
 			break
 		}
 		switch t := tok.(type) {
@@ -172,7 +188,7 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 			switch {
 			case root == "":
 				if name != "urlset" && name != "sitemapindex" {
-					return fmt.Errorf("%w: %s: root element <%s>", ErrSitemapInvalid, req.URL, name)
+					return fmt.Errorf("%w: %s: root element <%s>", ErrSitemapInvalid, req.URL.Redacted(), name)
 				}
 				root = name
 			case (root == "urlset" && name == "url") || (root == "sitemapindex" && name == "sitemap"):
@@ -205,18 +221,61 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 	}
 	if resp.Truncated {
 		// The URLs before the cut were visited; the rest is lost.
-		return fmt.Errorf("%w: %s: cut at MaxBodySize (%d bytes)", ErrSitemapTooLarge, req.URL, cfg.maxBodySize)
+		return fmt.Errorf("%w: %s: cut at MaxBodySize (%d bytes)", ErrSitemapTooLarge, req.URL.Redacted(), cfg.maxBodySize)
 	}
 	if tooLarge {
-		return fmt.Errorf("%w: %s: more than %d URLs or %d bytes", ErrSitemapTooLarge, req.URL, MaxSitemapURLs, MaxSitemapBytes)
+		return fmt.Errorf("%w: %s: more than %d URLs or %d bytes", ErrSitemapTooLarge, req.URL.Redacted(), MaxSitemapURLs, MaxSitemapBytes)
 	}
 	if parseErr != nil {
 		return parseErr
 	}
 	if root == "" {
-		return fmt.Errorf("%w: %s: no <urlset> or <sitemapindex>", ErrSitemapInvalid, req.URL)
+		return fmt.Errorf("%w: %s: no <urlset> or <sitemapindex>", ErrSitemapInvalid, req.URL.Redacted())
 	}
 	return nil
+}
+
+// refuseOutOfScope refuses, through OnRefused, a sitemap entry loc whose
+// scheme or host is neither the sitemap's own nor that of the robots.txt
+// that named the sitemap, and reports whether it did.
+func (c *Collector) refuseOutOfScope(sitemap *Request, loc string) bool {
+	abs := sitemap.resolve(loc)
+	if abs == nil || abs.Host == "" {
+		return false // admission reports what is wrong with it
+	}
+	o := originOf(abs)
+	if o == originOf(sitemap.URL) || (sitemap.sitemapFor != "" && o == sitemap.sitemapFor) {
+		return false
+	}
+	abs.Fragment, abs.RawFragment = "", ""
+	err := fmt.Errorf("%w: %s listed by %s", ErrSitemapOutOfScope, abs.Redacted(), sitemap.URL.Redacted())
+	req, nerr := c.newRequestURL(abs, http.MethodGet, sitemap.Depth, nil, sitemap.Ctx.Clone(), nil)
+	if nerr != nil {
+		err = nerr
+	}
+	req.parentURL = urlString(sitemap)
+	req.err = err
+	c.refuse(req, err)
+	return true
+}
+
+// originOf is u's scheme and host, with the scheme's default port written
+// out and the host in its IDNA ASCII form, for comparing origins.
+func originOf(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(asciiHost(u.Hostname()), port)
 }
 
 // parseW3CDate parses a sitemap <lastmod>: W3C Datetime, a profile of ISO

@@ -133,20 +133,20 @@ func TestVisitSitemapIndexOfGzipSitemaps(t *testing.T) {
 	if want := []string{"/new", "/old", "/p1", "/undated"}; !slices.Equal(pages, want) {
 		t.Errorf("pages = %v, want %v (sitemap documents do not reach the callbacks)", pages, want)
 	}
-	var domain, robots, visited int
+	var scope, robots, visited int
 	for _, err := range refused {
 		var ave *AlreadyVisitedError
 		switch {
-		case errors.Is(err, ErrForbiddenDomain):
-			domain++
+		case errors.Is(err, ErrSitemapOutOfScope): // another host: refused before the domain filter
+			scope++
 		case errors.Is(err, ErrRobotsTxtBlocked):
 			robots++
 		case errors.As(err, &ave):
 			visited++
 		}
 	}
-	if domain != 1 || robots != 1 || visited != 1 || len(refused) != 3 {
-		t.Errorf("refusals %v: want 1 domain, 1 robots.txt, 1 already visited", refused)
+	if scope != 1 || robots != 1 || visited != 1 || len(refused) != 3 {
+		t.Errorf("refusals %v: want 1 sitemap scope, 1 robots.txt, 1 already visited", refused)
 	}
 	if len(failed) != 0 {
 		t.Errorf("OnError got %v, want nothing", failed)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -111,13 +113,55 @@ func (w *WebDebugger) Init() error {
 	})
 	w.current = make(map[requestKey]*RequestRecord)
 	w.ln = ln
-	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	w.srv = &http.Server{Handler: hostCheck(addr, mux), ReadHeaderTimeout: 10 * time.Second}
 	w.served = make(chan struct{})
 	go func(srv *http.Server, served chan struct{}) {
 		defer close(served)
 		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}(w.srv, w.served)
 	return nil
+}
+
+// hostCheck answers only requests whose Host header names a loopback
+// address, localhost or the configured address's host, with 403 otherwise:
+// a web page on another site could otherwise read the crawl's URLs through
+// DNS rebinding (a name of the attacker's that resolves to 127.0.0.1).
+func hostCheck(configured string, next http.Handler) http.Handler {
+	own, _, err := net.SplitHostPort(configured)
+	if err != nil {
+		own = configured
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if !allowedHost(r.Host, own) {
+			http.Error(rw, "debug: Host not allowed (the web debugger answers loopback, localhost and its own address)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// allowedHost reports whether a Host header names the debugger itself.
+func allowedHost(host, own string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if host == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Unmap().IsLoopback() {
+			return true
+		}
+		if o, err := netip.ParseAddr(strings.Trim(own, "[]")); err == nil && !o.IsUnspecified() {
+			return o.Unmap() == a.Unmap()
+		}
+		return false
+	}
+	return own != "" && strings.EqualFold(host, strings.TrimSuffix(own, "."))
 }
 
 // Addr is the address the server listens on, or "" before Init.

@@ -18,7 +18,8 @@ import (
 // wrapping ErrInvalidProxyURL for the first URL that is not valid. The
 // returned func is safe for concurrent use (an atomic counter picks the
 // proxy), never fails, and reports its choice in the request context as
-// magpie.ProxyURLKey describes.
+// magpie.ProxyURLKey describes, with any password replaced by "xxxxx"
+// (url.URL.Redacted), so that Request.ProxyURL can be logged.
 func RoundRobinProxySwitcher(proxyURLs ...string) (magpie.ProxyFunc, error) {
 	if len(proxyURLs) == 0 {
 		return nil, magpie.ErrEmptyProxyURL
@@ -30,7 +31,7 @@ func RoundRobinProxySwitcher(proxyURLs ...string) (magpie.ProxyFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		urls[i], texts[i] = u, u.String()
+		urls[i], texts[i] = u, u.Redacted() // reported without the password
 	}
 	var next atomic.Uint64
 	return func(req *http.Request) (*url.URL, error) {
