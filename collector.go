@@ -595,7 +595,9 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 		doc := goquery.NewDocumentFromNode(root)
 		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
 			href, _ := attrOf(base.Attr, "href")
-			if b, err := req.URL.Parse(strings.TrimSpace(href)); err == nil {
+			// Resolved as a browser does: the WHATWG parser drops tabs and
+			// newlines inside the href, which net/url refuses.
+			if b, err := resolveRef(req.URL, strings.TrimSpace(href)); err == nil {
 				req.baseURL = b
 			}
 		}

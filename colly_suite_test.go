@@ -1,0 +1,114 @@
+package magpie
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Cases from Colly's own test suite that a Colly program may rely on.
+
+// TestBaseHrefTabsAndNewlines: the WHATWG URL parser drops tabs and newlines
+// from the <base href> as well as from the link, as browsers do.
+func TestBaseHrefTabsAndNewlines(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><head><base href=\"/foo\tbar/\"></head><body><a href=\"x\ny\">x</a></body></html>")
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt())
+	var got string
+	c.OnHTML("a[href]", func(e *HTMLElement) { got = e.Request.AbsoluteURL(e.Attr("href")) })
+	if err := c.Visit(ts.URL + "/"); err != nil {
+		t.Fatalf("Visit() error = %v", err)
+	}
+	if want := ts.URL + "/foobar/xy"; got != want {
+		t.Errorf("AbsoluteURL under <base href=\"/foo\\tbar/\"> = %q, want %q", got, want)
+	}
+}
+
+// TestStdlibContextDeadlineIsBare: a fetch ended by its context's deadline
+// reports context.DeadlineExceeded itself, not wrapped, to OnError and Visit
+// (Colly's tests compare with ==).
+func TestStdlibContextDeadlineIsBare(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // answers only when the client gives up
+	}))
+	t.Cleanup(ts.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	c := NewCollector(StdlibContext(ctx), IgnoreRobotsTxt())
+	var mu sync.Mutex
+	var onErr []error
+	c.OnError(func(_ *Response, err error) {
+		mu.Lock()
+		onErr = append(onErr, err)
+		mu.Unlock()
+	})
+	c.OnResponse(func(*Response) { t.Error("OnResponse called, want OnError") })
+	if err := c.Visit(ts.URL + "/slow"); err != context.DeadlineExceeded {
+		t.Errorf("Visit() error = %#v, want context.DeadlineExceeded itself", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(onErr) != 1 || onErr[0] != context.DeadlineExceeded {
+		t.Errorf("OnError errors = %#v, want [context.DeadlineExceeded] itself", onErr)
+	}
+}
+
+// onceReader is an io.Reader that is not an io.Seeker.
+type onceReader struct{ r io.Reader }
+
+func (o *onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// TestRetryUnseekableBody: Colly's Retry of a POST whose body is not an
+// io.Seeker returns ErrRetryBodyUnseekable; magpie reads the body once when
+// the request is made (it is part of the visited key), so Retry sends the
+// same body again. The README's Colly table says so.
+func TestRetryUnseekableBody(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		n := len(bodies)
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt())
+	var retryErr error
+	retried := false
+	c.OnError(func(r *Response, err error) {
+		if !retried {
+			retried = true
+			retryErr = r.Request.Retry()
+		}
+	})
+	var ok int
+	c.OnResponse(func(*Response) { ok++ })
+	_ = c.Request(http.MethodPost, ts.URL+"/form", &onceReader{strings.NewReader("name=magpie")}, nil, nil)
+	c.Wait()
+	if retryErr != nil {
+		t.Fatalf("Retry() of an unseekable body error = %v, want nil (the body is kept)", retryErr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 || bodies[0] != "name=magpie" || bodies[1] != "name=magpie" {
+		t.Errorf("server got bodies %q, want the same body twice", bodies)
+	}
+	if ok != 1 {
+		t.Errorf("OnResponse called %d times, want 1 (the retry succeeded)", ok)
+	}
+}
