@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/andybalholm/cascadia"
@@ -203,6 +204,11 @@ func deleteDetached[T any](s []T, del func(T) bool) []T {
 // engine's worker, whose deferred calls still run, reports the request like
 // a panic (see goexitError) and the scheduler replaces the worker.
 func (c *Collector) safely(name string, f func()) (err error) {
+	release, err := c.serial.enter(c)
+	if err != nil {
+		return fmt.Errorf("%s not run: %w", name, err)
+	}
+	defer release()
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
@@ -253,4 +259,64 @@ func urlString(r *Request) string {
 		return ""
 	}
 	return r.URL.String()
+}
+
+// serialCallbacks keeps a synchronous collector's callbacks from running
+// concurrently, as they never do in Colly, where a sync crawl runs on the
+// caller's goroutine: a sync program may append to a slice from OnHTML
+// without a lock. Downloads still overlap; only user code takes turns. Async
+// collectors and queue runs (whose threads run callbacks concurrently in
+// Colly too) do not take turns. The zero value is ready to use; each
+// collector has its own (a clone's callbacks may run while the parent's
+// callback waits for the clone's crawl).
+type serialCallbacks struct {
+	once sync.Once
+	// turn holds a value while a callback runs.
+	turn chan struct{}
+	// owner is the goroutine ID holding turn, so that a callback that runs
+	// another one on its goroutine (OnHTML's Visit refused to OnRefused)
+	// does not wait for itself.
+	owner atomic.Uint64
+}
+
+func noRelease() {}
+
+// enter waits for the turn to run a callback of c and returns the function
+// that gives it back. It returns at once, with nothing to give back, for an
+// async collector, a queue run, or a callback nested in one holding the turn
+// on this goroutine. If the crawl stops while it waits (a callback is stuck),
+// it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
+// rather than run concurrently or waited for forever.
+func (s *serialCallbacks) enter(c *Collector) (func(), error) {
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	var done <-chan struct{}
+	if r != nil {
+		if r.cfg.async || r.queueMode {
+			return noRelease, nil
+		}
+		done = r.ctx.Done()
+	} else if c.snapshot().async {
+		return noRelease, nil
+	}
+	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
+	id := goroutineID()
+	if s.owner.Load() == id {
+		return noRelease, nil
+	}
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		select {
+		case s.turn <- struct{}{}:
+		case <-done:
+			return nil, ErrStopped
+		}
+	}
+	s.owner.Store(id)
+	return func() {
+		s.owner.Store(0)
+		<-s.turn
+	}, nil
 }

@@ -123,6 +123,8 @@ type Collector struct {
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
+	// serial makes a sync collector's callbacks take turns (callbacks.go).
+	serial serialCallbacks
 	// goexits maps a goroutine ID to the callback that called
 	// runtime.Goexit on it, for the engine's report (see safely).
 	goexits sync.Map
