@@ -112,3 +112,50 @@ func TestRetryUnseekableBody(t *testing.T) {
 		t.Errorf("OnResponse called %d times, want 1 (the retry succeeded)", ok)
 	}
 }
+
+// TestDelayPerSlotOverlaps: LimitRule.DelayPerSlot gives Colly's spacing
+// end to end: with Parallelism 4 and a Delay, 4 requests to one host are in
+// flight together (each slot waits the Delay after its own request).
+func TestDelayPerSlotOverlaps(t *testing.T) {
+	const par = 4
+	var mu sync.Mutex
+	inflight, most := 0, 0
+	all := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		if inflight == par {
+			close(all)
+		}
+		mu.Unlock()
+		// The first par requests wait for each other: they are answered
+		// only once all are in flight (or after a generous bound, and the
+		// test then fails on most).
+		select {
+		case <-all:
+		case <-time.After(30 * time.Second):
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt(), Async())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: par, Delay: 50 * time.Millisecond, DelayPerSlot: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 * par {
+		if err := c.Visit(fmt.Sprintf("%s/%d", ts.URL, i)); err != nil {
+			t.Fatalf("Visit() error = %v", err)
+		}
+	}
+	c.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if most != par {
+		t.Errorf("most requests in flight = %d, want %d (DelayPerSlot overlaps Parallelism requests)", most, par)
+	}
+}
