@@ -65,6 +65,7 @@ type Option func(*config)
 type config struct {
 	maxSize     int
 	busyTimeout time.Duration
+	visitedTTL  time.Duration // WithVisitedTTL; see ttl.go
 }
 
 // WithMaxSize makes Push fail with storage.ErrQueueFull when the queue would
@@ -158,6 +159,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	s.wake.init()
 	ctx := context.Background()
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if err := s.prepareTTL(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
