@@ -265,8 +265,9 @@ func urlString(r *Request) string {
 // concurrently, as they never do in Colly, where a sync crawl runs on the
 // caller's goroutine: a sync program may append to a slice from OnHTML
 // without a lock. Downloads still overlap; only user code takes turns. Async
-// collectors and queue runs (whose threads run callbacks concurrently in
-// Colly too) do not take turns. The zero value is ready to use; each
+// collectors and queue runs with more than one thread (whose threads run
+// callbacks concurrently in Colly too) do not take turns; a one-thread queue
+// run does. The zero value is ready to use; each
 // collector has its own (a clone's callbacks may run while the parent's
 // callback waits for the clone's crawl).
 type serialCallbacks struct {
@@ -283,8 +284,8 @@ func noRelease() {}
 
 // enter waits for the turn to run a callback of c and returns the function
 // that gives it back. It returns at once, with nothing to give back, for an
-// async collector, a queue run, or a callback nested in one holding the turn
-// on this goroutine. If the crawl stops while it waits (a callback is stuck),
+// async collector, a queue run of several threads, or a callback nested in
+// one holding the turn on this goroutine. If the crawl stops while it waits (a callback is stuck),
 // it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
 // rather than run concurrently or waited for forever.
 func (s *serialCallbacks) enter(c *Collector) (func(), error) {
@@ -293,7 +294,7 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 	c.runMu.Unlock()
 	var done <-chan struct{}
 	if r != nil {
-		if r.cfg.async || r.queueMode {
+		if r.cfg.async || (r.queueMode && cap(r.tokens) > 1) {
 			return noRelease, nil
 		}
 		done = r.ctx.Done()

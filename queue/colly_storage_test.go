@@ -114,3 +114,36 @@ type noInit struct{}
 func (noInit) AddRequest([]byte) error     { return nil }
 func (noInit) GetRequest() ([]byte, error) { return nil, nil }
 func (noInit) QueueSize() (int, error)     { return 0, nil }
+
+// TestOneThreadCallbacksTakeTurns: a one-thread queue run of a sync
+// collector runs its callbacks one at a time, as Colly's single consumer
+// thread does, so plain appends do not race (run with -race).
+func TestOneThreadCallbacksTakeTurns(t *testing.T) {
+	s := newTestServer(t, func(n int) []int {
+		if n < 15 {
+			return []int{2*n + 1, 2*n + 2}
+		}
+		return nil
+	})
+	c := magpie.NewCollector()
+	var seen []string
+	c.OnResponse(func(r *magpie.Response) { seen = append(seen, r.Request.URL.Path) })
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		seen = append(seen, "link")
+		_ = e.Request.Visit(href(e))
+	})
+	q, err := queue.New(1, &collyList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAddURL(t, q, s.page(0))
+	if err := runWithin(t, q, c, time.Minute); err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	if got := len(s.fetches()); got != 31 {
+		t.Errorf("fetched %d pages, want 31", got)
+	}
+	if len(seen) != 31+30 {
+		t.Errorf("callbacks recorded %d events, want %d", len(seen), 31+30)
+	}
+}
