@@ -27,8 +27,8 @@ type HTMLCallback func(*HTMLElement)
 // XMLCallback is called for each node an OnXML expression matches.
 type XMLCallback func(*XMLElement)
 
-// ErrorCallback is called with every failed request, including requests
-// refused before any fetch.
+// ErrorCallback is called with every request that was sent and failed, or
+// whose callbacks failed; requests refused before any fetch go to OnRefused.
 type ErrorCallback func(*Response, error)
 
 // ScrapedCallback is called after the OnHTML and OnXML callbacks of a response.
@@ -133,10 +133,12 @@ func (c *Collector) OnXMLDetach(query string) {
 	}
 }
 
-// OnError registers f to run for every failed request: refused before the
-// fetch (the Response then has only Request and Ctx set), failed in transit,
-// answered with status >= 300 (unless ParseHTTPErrorResponse), or failed in a
-// callback that panicked.
+// OnError registers f to run for every failed request: failed in transit
+// (a request ended by its own context's deadline gets
+// context.DeadlineExceeded itself, as in Colly), answered with status >= 300
+// (unless ParseHTTPErrorResponse), failed in a callback that panicked, or not
+// queued because its storage failed (the Response then has only Request and
+// Ctx set). Requests refused before the fetch go to OnRefused instead.
 func (c *Collector) OnError(f ErrorCallback) {
 	c.updateCallbacks(func(cb *callbacks) { cb.err = append(cb.err, f) })
 }

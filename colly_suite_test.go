@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -157,5 +158,39 @@ func TestDelayPerSlotOverlaps(t *testing.T) {
 	defer mu.Unlock()
 	if most != par {
 		t.Errorf("most requests in flight = %d, want %d (DelayPerSlot overlaps Parallelism requests)", most, par)
+	}
+}
+
+// TestNonHTTPLinksAreRefusals: mailto: and tel: links are refused before any
+// fetch (OnRefused, counted under RefusedScheme), not failed requests: Colly
+// sends them to the HTTP client and reports an error.
+func TestNonHTTPLinksAreRefusals(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="mailto:someone@example.com">m</a><a href="tel:+3312345678">t</a>`)
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt())
+	var refused []error
+	var failed []error
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	c.OnRefused(func(_ *Request, err error) { refused = append(refused, err) })
+	c.OnError(func(_ *Response, err error) { failed = append(failed, err) })
+	if err := c.Visit(ts.URL + "/"); err != nil {
+		t.Fatalf("Visit() error = %v", err)
+	}
+	if len(failed) != 0 {
+		t.Errorf("OnError got %v, want nothing", failed)
+	}
+	if len(refused) != 2 {
+		t.Fatalf("OnRefused got %v, want the mailto: and tel: links", refused)
+	}
+	for _, err := range refused {
+		if !errors.Is(err, ErrUnsupportedScheme) {
+			t.Errorf("OnRefused error = %v, want ErrUnsupportedScheme", err)
+		}
+	}
+	if n := c.Stats().Refused[RefusedScheme]; n != 2 {
+		t.Errorf("Stats().Refused[RefusedScheme] = %d, want 2", n)
 	}
 }

@@ -36,7 +36,10 @@
 //   - Stop does not leak goroutines, and unfinished requests stay in the
 //     Storage for a later Run.
 //   - With an Async collector, Run still waits for the whole crawl.
-//   - Errors, including requests refused before fetching, reach OnError.
+//   - Requests refused before fetching reach OnRefused; OnError is for
+//     requests that were sent and failed.
+//   - AddURL returns an error for a URL without a scheme or host instead of
+//     storing a request that can never be sent.
 //
 // # Storage
 //
@@ -54,9 +57,11 @@
 //	QueueSize() (int, err)     Len(ctx)              ready, delayed and leased counts
 //
 // InMemoryQueueStorage keeps Colly's name and MaxSize field; the
-// storage/sqlitestore and storage/redisstore packages persist the queue. A
-// Colly storage is used through FromColly, which only gives at-most-once
-// delivery, because Colly's GetRequest removes a request for good.
+// storage/sqlitestore and storage/redisstore packages persist the queue. New
+// also takes a Colly storage as it is (gocolly/redisstorage,
+// colly-sqlite3-storage) and wraps it with FromColly, which only gives
+// at-most-once delivery, because Colly's GetRequest removes a request for
+// good.
 //
 // # Concurrency
 //
