@@ -280,6 +280,11 @@ type serialCallbacks struct {
 	// another one on its goroutine (OnHTML's Visit refused to OnRefused)
 	// does not wait for itself.
 	owner atomic.Uint64
+	// ownerDone is the Done channel of the crawl whose callback holds turn
+	// (nil for a callback outside a crawl, such as a top-level Visit's
+	// refusal), for a waiter that no longer sees that crawl (Stop cleared
+	// it) but must not wait for its stuck callback forever.
+	ownerDone atomic.Pointer[<-chan struct{}]
 }
 
 func noRelease() {}
@@ -294,14 +299,19 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()
-	var done <-chan struct{}
+	// done ends a wait for the turn; mine is the crawl this callback
+	// belongs to, recorded while it holds the turn.
+	var done, mine <-chan struct{}
 	if r != nil {
 		if r.cfg.async || (r.queueMode && cap(r.tokens) > 1) {
 			return noRelease, nil
 		}
 		done = r.ctx.Done()
+		mine = done
 	} else if c.snapshot().async {
 		return noRelease, nil
+	} else if d := s.ownerDone.Load(); d != nil {
+		done = *d
 	}
 	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
 	id := goroutineID()
@@ -318,8 +328,12 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 		}
 	}
 	s.owner.Store(id)
+	if mine != nil {
+		s.ownerDone.Store(&mine)
+	}
 	return func() {
 		s.owner.Store(0)
+		s.ownerDone.Store(nil)
 		<-s.turn
 	}, nil
 }
