@@ -273,6 +273,8 @@ func urlString(r *Request) string {
 // collector has its own (a clone's callbacks may run while the parent's
 // callback waits for the clone's crawl).
 type serialCallbacks struct {
+	// off is set by ConcurrentCallbacks.
+	off  atomic.Bool
 	once sync.Once
 	// turn holds a value while a callback runs.
 	turn chan struct{}
@@ -289,6 +291,17 @@ type serialCallbacks struct {
 
 func noRelease() {}
 
+// ConcurrentCallbacks lets a synchronous collector run its callbacks
+// concurrently on the download workers, as an async collector always does,
+// instead of one at a time as in Colly. It is for callbacks that wait for
+// one another: a callback that blocks until another request's callback has
+// run would wait forever while they take turns (in Colly the other request
+// runs inside the first one's Visit or Retry; here it is queued). Such
+// callbacks must guard what they share.
+func ConcurrentCallbacks() CollectorOption {
+	return func(c *Collector) { c.serial.off.Store(true) }
+}
+
 // enter waits for the turn to run a callback of c and returns the function
 // that gives it back. It returns at once, with nothing to give back, for an
 // async collector, a queue run of several threads, or a callback nested in
@@ -296,6 +309,9 @@ func noRelease() {}
 // it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
 // rather than run concurrently or waited for forever.
 func (s *serialCallbacks) enter(c *Collector) (func(), error) {
+	if s.off.Load() {
+		return noRelease, nil
+	}
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()

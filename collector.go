@@ -203,6 +203,7 @@ func (c *Collector) Clone() *Collector {
 		visitMu:                c.visitMu,
 	}
 	n.debugger.Store(c.debugger.Load())
+	n.serial.off.Store(c.serial.off.Load())
 	if c.Headers != nil {
 		h := c.Headers.Clone()
 		n.Headers = &h

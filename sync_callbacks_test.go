@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSyncCallbacksTakeTurns: a collector without Async runs its callbacks
@@ -66,6 +67,46 @@ func TestSyncCallbacksTakeTurns(t *testing.T) {
 	for k, n := range want {
 		if count[k] != n {
 			t.Errorf("%s events = %d, want %d", k, count[k], n)
+		}
+	}
+}
+
+// TestConcurrentCallbacksOption: with ConcurrentCallbacks (kept by Clone) a
+// sync collector's callbacks may wait for one another: /a's and /b's each
+// wait until the other has started, which never happens while they take turns.
+func TestConcurrentCallbacksOption(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			fmt.Fprint(w, `<a href="/a">a</a><a href="/b">b</a>`)
+			return
+		}
+		fmt.Fprint(w, `<p>page</p>`)
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt(), ConcurrentCallbacks()).Clone()
+	c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 2})
+	// Each page's callback starts, then waits for the other's start.
+	started := map[string]chan struct{}{"/a": make(chan struct{}), "/b": make(chan struct{})}
+	other := map[string]string{"/a": "/b", "/b": "/a"}
+	met := make(chan bool, 2)
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	c.OnHTML("p", func(e *HTMLElement) {
+		p := e.Request.URL.Path
+		close(started[p])
+		select {
+		case <-started[other[p]]:
+			met <- true
+		case <-time.After(time.Minute):
+			met <- false
+		}
+	})
+	if err := c.Visit(ts.URL + "/"); err != nil {
+		t.Fatalf("Visit() error = %v", err)
+	}
+	for range 2 {
+		if !<-met {
+			t.Errorf("a callback never saw the other page's start: the callbacks took turns despite ConcurrentCallbacks")
 		}
 	}
 }
