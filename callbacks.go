@@ -28,8 +28,8 @@ type HTMLCallback func(*HTMLElement)
 // XMLCallback is called for each node an OnXML expression matches.
 type XMLCallback func(*XMLElement)
 
-// ErrorCallback is called with every failed request, including requests
-// refused before any fetch.
+// ErrorCallback is called with every request that was sent and failed, or
+// whose callbacks failed; requests refused before any fetch go to OnRefused.
 type ErrorCallback func(*Response, error)
 
 // ScrapedCallback is called after the OnHTML and OnXML callbacks of a response.
@@ -143,11 +143,13 @@ func (c *Collector) OnXMLDetach(query string) {
 
 // OnError registers f to run for every failed request: failed in transit
 // (its host unreachable: connection refused, DNS or TLS failure, whether or
-// not robots.txt is obeyed), answered with status >= 300 (unless
-// ParseHTTPErrorResponse), or failed in a callback that panicked. A request
-// refused before it was sent (domain, depth, robots.txt, revisit, ...) goes
-// to OnRefused instead; one that could not be stored (a storage outage)
-// comes here, with only Request and Ctx set in the Response.
+// not robots.txt is obeyed; a request ended by its own context's deadline
+// gets context.DeadlineExceeded itself, as in Colly), answered with status
+// >= 300 (unless ParseHTTPErrorResponse), or failed in a callback that
+// panicked. A request refused before it was sent (domain, depth,
+// robots.txt, revisit, ...) goes to OnRefused instead; one that could not
+// be stored (a storage outage) comes here, with only Request and Ctx set in
+// the Response.
 func (c *Collector) OnError(f ErrorCallback) {
 	c.updateCallbacks(func(cb *callbacks) { cb.err = append(cb.err, f) })
 }
@@ -215,6 +217,11 @@ func deleteDetached[T any](s []T, del func(T) bool) []T {
 // engine's worker, whose deferred calls still run, reports the request like
 // a panic (see goexitError) and the scheduler replaces the worker.
 func (c *Collector) safely(name string, f func()) (err error) {
+	release, err := c.serial.enter(c)
+	if err != nil {
+		return fmt.Errorf("%s not run: %w", name, err)
+	}
+	defer release()
 	returned := false
 	defer func() {
 		if v := recover(); v != nil {
@@ -432,4 +439,95 @@ func (r *run) stuckErrors() []error {
 	r.callsMu.Lock()
 	defer r.callsMu.Unlock()
 	return slices.Clone(r.stuck)
+}
+
+// serialCallbacks keeps a synchronous collector's callbacks from running
+// concurrently, as they never do in Colly, where a sync crawl runs on the
+// caller's goroutine: a sync program may append to a slice from OnHTML
+// without a lock. Downloads still overlap; only user code takes turns. Async
+// collectors and queue runs with more than one thread (whose threads run
+// callbacks concurrently in Colly too) do not take turns; a one-thread queue
+// run does. The zero value is ready to use; each
+// collector has its own (a clone's callbacks may run while the parent's
+// callback waits for the clone's crawl).
+type serialCallbacks struct {
+	// off is set by ConcurrentCallbacks.
+	off  atomic.Bool
+	once sync.Once
+	// turn holds a value while a callback runs.
+	turn chan struct{}
+	// owner is the goroutine ID holding turn, so that a callback that runs
+	// another one on its goroutine (OnHTML's Visit refused to OnRefused)
+	// does not wait for itself.
+	owner atomic.Uint64
+	// ownerDone is the Done channel of the crawl whose callback holds turn
+	// (nil for a callback outside a crawl, such as a top-level Visit's
+	// refusal), for a waiter that no longer sees that crawl (Stop cleared
+	// it) but must not wait for its stuck callback forever.
+	ownerDone atomic.Pointer[<-chan struct{}]
+}
+
+func noRelease() {}
+
+// ConcurrentCallbacks lets a synchronous collector run its callbacks
+// concurrently on the download workers, as an async collector always does,
+// instead of one at a time as in Colly. It is for callbacks that wait for
+// one another: a callback that blocks until another request's callback has
+// run would wait forever while they take turns (in Colly the other request
+// runs inside the first one's Visit or Retry; here it is queued). Such
+// callbacks must guard what they share.
+func ConcurrentCallbacks() CollectorOption {
+	return func(c *Collector) { c.serial.off.Store(true) }
+}
+
+// enter waits for the turn to run a callback of c and returns the function
+// that gives it back. It returns at once, with nothing to give back, for an
+// async collector, a queue run of several threads, or a callback nested in
+// one holding the turn on this goroutine. If the crawl stops while it waits (a callback is stuck),
+// it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
+// rather than run concurrently or waited for forever.
+func (s *serialCallbacks) enter(c *Collector) (func(), error) {
+	if s.off.Load() {
+		return noRelease, nil
+	}
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	// done ends a wait for the turn; mine is the crawl this callback
+	// belongs to, recorded while it holds the turn.
+	var done, mine <-chan struct{}
+	if r != nil {
+		if r.cfg.async || (r.queueMode && cap(r.tokens) > 1) {
+			return noRelease, nil
+		}
+		done = r.ctx.Done()
+		mine = done
+	} else if c.snapshot().async {
+		return noRelease, nil
+	} else if d := s.ownerDone.Load(); d != nil {
+		done = *d
+	}
+	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
+	id := goroutineID()
+	if s.owner.Load() == id {
+		return noRelease, nil
+	}
+	select {
+	case s.turn <- struct{}{}:
+	default:
+		select {
+		case s.turn <- struct{}{}:
+		case <-done:
+			return nil, ErrStopped
+		}
+	}
+	s.owner.Store(id)
+	if mine != nil {
+		s.ownerDone.Store(&mine)
+	}
+	return func() {
+		s.owner.Store(0)
+		s.ownerDone.Store(nil)
+		<-s.turn
+	}, nil
 }

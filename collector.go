@@ -146,6 +146,8 @@ type Collector struct {
 	// inCallback holds the goroutine IDs currently running this collector's
 	// callbacks (sync mode only), so that a Visit from a callback does not wait.
 	inCallback sync.Map
+	// serial makes a sync collector's callbacks take turns (callbacks.go).
+	serial serialCallbacks
 	// goexits maps a goroutine ID to the callback that called
 	// runtime.Goexit on it, for the engine's report (see safely).
 	goexits sync.Map
@@ -227,6 +229,7 @@ func (c *Collector) Clone() *Collector {
 		visitMu:                c.visitMu,
 	}
 	n.debugger.Store(c.debugger.Load())
+	n.serial.off.Store(c.serial.off.Load())
 	if c.Headers != nil {
 		h := c.Headers.Clone()
 		n.Headers = &h
@@ -621,7 +624,9 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 		doc := goquery.NewDocumentFromNode(root)
 		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
 			href, _ := attrOf(base.Attr, "href")
-			if b, err := req.URL.Parse(strings.TrimSpace(href)); err == nil {
+			// Resolved as a browser does: the WHATWG parser drops tabs and
+			// newlines inside the href, which net/url refuses.
+			if b, err := resolveRef(req.URL, strings.TrimSpace(href)); err == nil {
 				req.baseURL = b
 			}
 		}

@@ -501,6 +501,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	result := limits.Result{}
 	defer func() { req.ticket.Done(result) }()
 	fail := func(err error) *Response {
+		err = stdContextErr(req, err)
 		resp.err = err
 		result.Err = err
 		return resp
@@ -694,6 +695,27 @@ func fetchContext(crawl, std context.Context) (context.Context, context.CancelFu
 		stop()
 		cancel()
 	}
+}
+
+// stdContextErr returns the error of the request's own context (StdlibContext
+// or a per-request context) itself when that context ending is what failed
+// the fetch, as Colly does, so that err == context.DeadlineExceeded holds in
+// OnError and for Visit's result; any other error is returned as it is.
+func stdContextErr(req *Request, err error) error {
+	cerr := req.stdContext().Err()
+	if cerr == nil || err == cerr {
+		return err
+	}
+	if _, refused := errors.AsType[*refusedInFetch](err); refused {
+		return err
+	}
+	if _, pending := errors.AsType[*robotsPendingError](err); pending {
+		return err
+	}
+	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) {
+		return cerr
+	}
+	return err
 }
 
 // responseHeaders runs OnResponseHeaders; Abort there fails the request.

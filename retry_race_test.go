@@ -28,7 +28,8 @@ func TestRetryFromOnResponseRace(t *testing.T) {
 
 	const rounds = 300
 	for i := range rounds {
-		c := NewCollector(IgnoreRobotsTxt())
+		// The callbacks wait for one another, so they must not take turns.
+		c := NewCollector(IgnoreRobotsTxt(), ConcurrentCallbacks())
 		var retried atomic.Bool
 		// The original's OnResponse waits until the copy's has run, so that
 		// both finish at about the same time on two analyzer goroutines.

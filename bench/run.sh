@@ -42,6 +42,7 @@
 # with P1_LAT_PAGES pages (default 2000) because 20,000 sequential 5 ms
 # fetches take 100 s per run and implementation.
 set -euo pipefail
+export GOWORK=off # bench/ modules are not in the repository go.work (they pin other versions)
 
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"

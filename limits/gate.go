@@ -219,6 +219,9 @@ func (g *Gate[T]) start(h *host[T], c *clock, gap time.Duration) *Ticket {
 		h.grp.inflight++
 	}
 	t := &Ticket{g: g, h: h, grp: h.grp}
+	if h.perSlot() {
+		t.slotGap = h.slotGap()
+	}
 	if gap > 0 {
 		// Measured from now until the request reaches the wire (Sent),
 		// and meanwhile the host starts nothing else.
@@ -266,6 +269,9 @@ func (g *Gate[T]) release(t *Ticket, res Result) {
 		return
 	}
 	c := g.clock()
+	if t.slotGap > 0 {
+		h.addCool(c.now().Add(t.slotGap))
+	}
 	lat := res.Latency
 	if lat <= 0 && res.Err == nil && !t.start.IsZero() {
 		lat = c.now().Sub(t.start)
@@ -328,7 +334,7 @@ func (g *Gate[T]) startable(h *host[T], c *clock) bool {
 	if h.ver != g.lim.version.Load() {
 		return false
 	}
-	if p := g.par(h); p > 0 && h.inflight >= p {
+	if p := g.par(h); p > 0 && h.inflight+h.cooling(c.now()) >= p {
 		return false
 	}
 	if h.unsent > 0 || c.future(h.startAt()) {
@@ -568,6 +574,8 @@ type Ticket struct {
 	// serial is set when the host allowed one request in flight at the
 	// start; fixed when the Ticket is made.
 	serial bool
+	// slotGap is how long a DelayPerSlot host's slot waits after Done.
+	slotGap time.Duration
 	// free releases the Shared slot, if the start took one.
 	free     func()
 	freeOnce sync.Once

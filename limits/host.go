@@ -2,6 +2,7 @@ package limits
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -45,6 +46,10 @@ type host[T any] struct {
 	// asking is set while a Get asks Shared for h's next start; h is then
 	// nowhere and nobody else takes from it.
 	asking bool
+	// cool holds, in ascending order, when each slot of a DelayPerSlot
+	// host that finished a request may start the next one; such a slot
+	// counts as in flight until then (see slotGap).
+	cool []time.Time
 
 	at         place
 	prev, next *host[T] // links in the ready, group or idle list
@@ -95,8 +100,18 @@ func (h *host[T]) par() int {
 	return 0
 }
 
-// gap is the time from one start to the earliest next start.
+// perSlot reports whether h's rule spaces requests per slot (DelayPerSlot).
+func (h *host[T]) perSlot() bool { return h.ent != nil && h.ent.perSlot }
+
+// gap is the time from one start to the earliest next start. A DelayPerSlot
+// host has none but its Crawl-delay: its slots wait slotGap instead.
 func (h *host[T]) gap() time.Duration {
+	if h.perSlot() {
+		if h.crawl > 0 && !h.ent.ignoreCrawl {
+			return h.crawl
+		}
+		return 0
+	}
 	d := h.delay()
 	if h.ent != nil && h.ent.random > 0 {
 		d += time.Duration(rand.Int64N(int64(h.ent.random)))
@@ -104,8 +119,45 @@ func (h *host[T]) gap() time.Duration {
 	return d
 }
 
+// slotGap is how long a DelayPerSlot host's slot waits after its request
+// ends: Delay plus a fresh draw of RandomDelay, as Colly sleeps in the slot.
+func (h *host[T]) slotGap() time.Duration {
+	e := h.ent
+	d := e.delay
+	if e.random > 0 {
+		d += time.Duration(rand.Int64N(int64(e.random)))
+	}
+	return d
+}
+
+// addCool keeps a slot busy until at.
+func (h *host[T]) addCool(at time.Time) {
+	i := len(h.cool)
+	for i > 0 && h.cool[i-1].After(at) {
+		i--
+	}
+	h.cool = slices.Insert(h.cool, i, at)
+}
+
+// cooling drops the slots whose wait has passed by now and returns how many
+// still wait.
+func (h *host[T]) cooling(now time.Time) int {
+	i := 0
+	for i < len(h.cool) && !h.cool[i].After(now) {
+		i++
+	}
+	if i > 0 {
+		h.cool = slices.Delete(h.cool, 0, i)
+	}
+	return len(h.cool)
+}
+
 func (h *host[T]) startAt() time.Time {
 	t := h.nextStart
+	if p := h.par(); len(h.cool) > 0 && p > 0 && h.inflight+len(h.cool) >= p {
+		// Every slot is busy or waiting: the first to end its wait.
+		t = later(t, h.cool[0])
+	}
 	if h.hold.After(t) {
 		t = h.hold
 	}

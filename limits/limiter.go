@@ -117,6 +117,7 @@ type entry struct {
 	par         int
 	total       int
 	ignoreCrawl bool
+	perSlot     bool
 	auto        bool
 	target      float64
 	maxDelay    time.Duration
@@ -159,8 +160,9 @@ func (l *Limiter) Add(rules ...*Rule) error {
 			par:         max(r.Parallelism, 0),
 			total:       max(r.TotalParallelism, 0),
 			ignoreCrawl: r.IgnoreCrawlDelay,
+			perSlot:     r.DelayPerSlot,
 		}
-		if a := r.AutoThrottle; a != nil {
+		if a := r.AutoThrottle; a != nil && !r.DelayPerSlot {
 			e.auto = true
 			e.target = a.TargetConcurrency
 			if e.target <= 0 {

@@ -50,6 +50,14 @@ type Rule struct {
 	TotalParallelism int
 	// IgnoreCrawlDelay stops robots.txt Crawl-delay from raising Delay.
 	IgnoreCrawlDelay bool
+	// DelayPerSlot spaces requests as Colly does: each of a host's
+	// Parallelism slots, after its request ends, waits Delay plus a new
+	// random part of RandomDelay before it starts another, so up to
+	// Parallelism requests overlap. The default (false) spaces request
+	// starts to the host by Delay, whatever the parallelism. A robots.txt
+	// Crawl-delay still spaces the host's starts unless IgnoreCrawlDelay;
+	// AutoThrottle is not combined with it.
+	DelayPerSlot bool
 	// AutoThrottle, when set, adapts each host's delay to its latency.
 	AutoThrottle *AutoThrottle
 
@@ -159,6 +167,7 @@ func (r *Rule) Clone() *Rule {
 		Parallelism:      r.Parallelism,
 		TotalParallelism: r.TotalParallelism,
 		IgnoreCrawlDelay: r.IgnoreCrawlDelay,
+		DelayPerSlot:     r.DelayPerSlot,
 	}
 	if r.AutoThrottle != nil {
 		at := *r.AutoThrottle

@@ -36,10 +36,13 @@
 //   - Stop does not leak goroutines, and unfinished requests stay in the
 //     Storage for a later Run.
 //   - With an Async collector, Run still waits for the whole crawl.
-//   - Requests refused before fetching (domain, depth, robots.txt, visited,
-//     MaxRequests) reach OnRefused and Stats().Refused, and their entries
-//     are acknowledged; OnError is for requests that were attempted and
-//     failed, and for entries that do not decode.
+//   - Requests refused before fetching (domain, depth, robots.txt, visited)
+//     reach OnRefused and Stats().Refused, and their entries are
+//     acknowledged; OnError is for requests that were sent and failed, and
+//     for entries that do not decode. Once MaxRequests is spent no more
+//     entries are leased: the rest stay in the Storage for a later Run.
+//   - AddURL returns an error for a URL without a scheme or host instead of
+//     storing a request that can never be sent.
 //
 // # Storage
 //
@@ -57,9 +60,11 @@
 //	QueueSize() (int, err)     Len(ctx)              ready, delayed and leased counts
 //
 // InMemoryQueueStorage keeps Colly's name and MaxSize field; the
-// storage/sqlitestore and storage/redisstore packages persist the queue. A
-// Colly storage is used through FromColly, which only gives at-most-once
-// delivery, because Colly's GetRequest removes a request for good.
+// storage/sqlitestore and storage/redisstore packages persist the queue. New
+// also takes a Colly storage as it is (gocolly/redisstorage,
+// colly-sqlite3-storage) and wraps it with FromColly, which only gives
+// at-most-once delivery, because Colly's GetRequest removes a request for
+// good.
 //
 // # Concurrency
 //

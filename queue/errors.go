@@ -20,6 +20,9 @@ var (
 	ErrRunning = magpie.ErrRunning
 	// ErrInvalidThreads is returned by New when threads is less than 1.
 	ErrInvalidThreads = errors.New("queue: threads must be at least 1")
+	// ErrUnsupportedStorage is returned by New when its storage is neither a
+	// storage.Queue nor a Colly queue storage (CollyStorage).
+	ErrUnsupportedStorage = errors.New("queue: unsupported storage")
 	// ErrNilCollector is returned by Run and RunContext when given a nil Collector.
 	ErrNilCollector = errors.New("queue: nil collector")
 )

@@ -12,10 +12,18 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// Storage is where a Queue keeps its pending requests: any storage.Queue,
-// such as InMemoryQueueStorage, storage/sqlitestore or storage/redisstore. A
-// Colly queue storage is adapted with FromColly.
-type Storage = storage.Queue
+// Storage is what New accepts as the place a Queue keeps its pending
+// requests: either a storage.Queue (InMemoryQueueStorage,
+// storage/sqlitestore, storage/redisstore: leased, at-least-once) or a Colly
+// queue storage, one with Colly's AddRequest, GetRequest and QueueSize
+// methods (CollyStorage, such as gocolly/redisstorage or
+// colly-sqlite3-storage: at-most-once, as in Colly), which New adapts with
+// FromColly. A value that is both is used as a storage.Queue. Any other
+// value makes New return ErrUnsupportedStorage; the type is an empty
+// interface because Go cannot spell "one of two method sets", so that a
+// Colly program's queue.New(n, &redisstorage.Storage{...}) compiles
+// unchanged.
+type Storage any
 
 // DefaultMaxSize is the MaxSize of the in-memory storage New creates when
 // given none, as in Colly.
@@ -37,7 +45,7 @@ type Queue struct {
 	// when Run starts.
 	Threads int
 
-	storage Storage
+	storage storage.Queue
 
 	// mu guards running, cancel and stopped.
 	mu      sync.Mutex
@@ -46,34 +54,51 @@ type Queue struct {
 	stopped bool
 }
 
-// New returns a Queue running threads concurrent downloads over s. A nil s
-// means a fresh &InMemoryQueueStorage{MaxSize: DefaultMaxSize}. If s has an
-// Init() error method (as Colly storages do) New calls it.
+// New returns a Queue running threads concurrent downloads over s: a
+// storage.Queue, or a Colly queue storage (see Storage), which is wrapped
+// with FromColly. A nil s means a fresh
+// &InMemoryQueueStorage{MaxSize: DefaultMaxSize}. If s has an Init() error
+// method (as Colly storages do) New calls it. Any other s returns
+// ErrUnsupportedStorage.
 func New(threads int, s Storage) (*Queue, error) {
 	if threads < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidThreads, threads)
 	}
-	if s == nil {
-		s = &InMemoryQueueStorage{MaxSize: DefaultMaxSize}
+	var qs storage.Queue
+	switch v := s.(type) {
+	case nil:
+		qs = &InMemoryQueueStorage{MaxSize: DefaultMaxSize}
+	case storage.Queue:
+		qs = v
+	case CollyStorage:
+		qs = FromColly(v)
+	default:
+		return nil, fmt.Errorf("%w: %T has neither storage.Queue's Push/Lease/Ack/Release/Len/Close nor Colly's Init/AddRequest/GetRequest/QueueSize",
+			ErrUnsupportedStorage, s)
 	}
-	if i, ok := s.(interface{ Init() error }); ok {
+	if i, ok := qs.(interface{ Init() error }); ok {
 		if err := i.Init(); err != nil {
 			return nil, fmt.Errorf("queue: init storage: %w", err)
 		}
 	}
-	return &Queue{Threads: threads, storage: s}, nil
+	return &Queue{Threads: threads, storage: qs}, nil
 }
 
-// Storage returns the queue's storage.
-func (q *Queue) Storage() Storage { return q.storage }
+// Storage returns the storage.Queue the queue runs over: the one given to
+// New, or, for a Colly queue storage, the FromColly adapter around it.
+func (q *Queue) Storage() storage.Queue { return q.storage }
 
 // AddURL adds a GET request for u at depth 1 (the depth of c.Visit; Colly
-// uses 0). The URL is checked by the Collector when the request runs, not
-// here, except that it must parse.
+// uses 0). The URL is checked by the Collector when the request runs (a
+// refusal then reaches OnRefused), except that here it must parse and be
+// absolute: a URL without a scheme ("?n=0", "/a") returns an error wrapping
+// magpie.ErrInvalidURL, and an http(s) URL without a host one wrapping
+// magpie.ErrMissingURL, and is not stored, since no page could resolve it
+// later (Colly stores it and it fails silently).
 func (q *Queue) AddURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil {
-		return fmt.Errorf("queue: AddURL(%q): %w", u, err)
+		return fmt.Errorf("queue: AddURL(%q): %w: %w", u, magpie.ErrInvalidURL, err)
 	}
 	return q.AddRequest(&magpie.Request{
 		URL:     p,
@@ -85,16 +110,36 @@ func (q *Queue) AddURL(u string) error {
 }
 
 // AddRequest adds r, encoded with r.Marshal, to the storage. It never waits
-// for a running crawl; it returns ErrQueueFull when the storage is full.
+// for a running crawl; it returns ErrQueueFull when the storage is full, and,
+// as AddURL, an error wrapping magpie.ErrInvalidURL or magpie.ErrMissingURL
+// for a URL that is missing, relative or without a host.
 func (q *Queue) AddRequest(r *magpie.Request) error {
 	if r == nil {
 		return errors.New("queue: AddRequest(nil)")
+	}
+	if err := checkAbsolute(r.URL); err != nil {
+		return fmt.Errorf("queue: AddRequest: %w", err)
 	}
 	data, err := r.Marshal()
 	if err != nil {
 		return fmt.Errorf("queue: marshal request: %w", err)
 	}
 	return q.storage.Push(context.Background(), data)
+}
+
+// checkAbsolute refuses a URL no request could be sent to wherever it runs:
+// nil, without a scheme, or http(s) without a host. Other schemes (file://
+// through a transport registered for it) are left to the Collector.
+func checkAbsolute(u *url.URL) error {
+	switch {
+	case u == nil:
+		return magpie.ErrMissingURL
+	case u.Scheme == "":
+		return fmt.Errorf("%w: %q is not absolute (no scheme)", magpie.ErrInvalidURL, u)
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() == "":
+		return fmt.Errorf("%w: no host in %q", magpie.ErrMissingURL, u)
+	}
+	return nil
 }
 
 // Size returns the number of requests not yet done: pending and in flight.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -596,5 +597,38 @@ func TestRunWithCollyStorage(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s fetched %d times, want 1", p, n)
 		}
+	}
+}
+
+// TestAddURLNotAbsolute: a URL no request could be sent to is an error at
+// AddURL time (Colly and magpie until now returned nil and the request was
+// lost), and nothing is stored.
+func TestAddURLNotAbsolute(t *testing.T) {
+	tests := []struct {
+		u    string
+		want error
+	}{
+		{"?n=0", magpie.ErrInvalidURL},
+		{"/a/b", magpie.ErrInvalidURL},
+		{"", magpie.ErrInvalidURL},
+		{"example.com/a", magpie.ErrInvalidURL},
+		{"http:///a", magpie.ErrMissingURL},
+		{"https://:443/a", magpie.ErrMissingURL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.u, func(t *testing.T) {
+			q := mustNew(t, 1, nil)
+			if err := q.AddURL(tt.u); !errors.Is(err, tt.want) {
+				t.Errorf("AddURL(%q) error = %v, want %v", tt.u, err, tt.want)
+			}
+			if n, err := q.Size(); n != 0 || err != nil {
+				t.Errorf("Size() after AddURL(%q) = %d, %v; want 0, nil", tt.u, n, err)
+			}
+		})
+	}
+	q := mustNew(t, 1, nil)
+	r := &magpie.Request{URL: &url.URL{Path: "rel"}, Method: "GET", Ctx: magpie.NewContext()}
+	if err := q.AddRequest(r); !errors.Is(err, magpie.ErrInvalidURL) {
+		t.Errorf("AddRequest(relative URL) error = %v, want %v", err, magpie.ErrInvalidURL)
 	}
 }

@@ -2,9 +2,15 @@ module github.com/magpiecrawl/magpie/bench/render
 
 go 1.26.0
 
-replace github.com/magpiecrawl/magpie => ../../
+replace (
+	github.com/magpiecrawl/magpie => ../../
+	github.com/magpiecrawl/magpie/render => ../../render
+)
 
-require github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+require (
+	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie/render v0.0.0-00010101000000-000000000000
+)
 
 require (
 	github.com/PuerkitoBio/goquery v1.13.0 // indirect

@@ -50,6 +50,11 @@ type Options struct {
 	// VisitedShards is the number of sets holding visited IDs; 0 means
 	// DefaultVisitedShards. Every Store of a crawl must use the same value.
 	VisitedShards int
+	// VisitedTTL, when positive, makes each visited mark expire that long
+	// after it was made, so a later round crawls the URL again (Colly's
+	// redisstorage Expires). See colly.go. Every Store of a crawl must use
+	// the same setting.
+	VisitedTTL time.Duration
 }
 
 // Store keeps a crawl's visited set, cookies and queue in Redis, shared by
@@ -63,6 +68,7 @@ type Store struct {
 	prefix    string
 	maxSize   int
 	shards    uint64
+	ttl       time.Duration // Options.VisitedTTL
 	consumer  string
 	closed    atomic.Bool
 	// epoch is the crawl's epoch as this Store adopted it (see reset.go).
@@ -95,10 +101,10 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
 	}
-	if opts.MaxSize < 0 || opts.VisitedShards < 0 {
-		return nil, fmt.Errorf("%w: negative MaxSize or VisitedShards", ErrInvalidArgument)
+	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.VisitedTTL < 0 {
+		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards or VisitedTTL", ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards)}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), ttl: opts.VisitedTTL}
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
@@ -238,6 +244,9 @@ func unlink(ctx context.Context, c redis.UniversalClient, keys []string) error {
 func (s *Store) key(name string) string { return s.prefix + ":" + name }
 
 func (s *Store) check() error {
+	if s == nil {
+		return ErrNotInitialized // a Storage used before Init
+	}
 	if s.closed.Load() {
 		return storage.ErrClosed
 	}

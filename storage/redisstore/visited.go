@@ -31,6 +31,9 @@ func (s *Store) IsVisited(requestID uint64) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
 	}
+	if s.ttl > 0 {
+		return s.isVisitedTTL(requestID)
+	}
 	ok, err := s.rdb.SIsMember(context.Background(), s.visitedKey(requestID), member(requestID)).Result()
 	return ok, s.wrap("is visited", err)
 }
@@ -47,6 +50,9 @@ func (s *Store) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
 	out := make([]bool, len(ids))
 	if len(ids) == 0 {
 		return out, nil
+	}
+	if s.ttl > 0 {
+		return s.addVisitedTTL(ctx, ids, out)
 	}
 	p := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(ids))
@@ -69,6 +75,9 @@ func (s *Store) RemoveVisited(ctx context.Context, ids ...uint64) error {
 	}
 	if len(ids) == 0 {
 		return nil
+	}
+	if s.ttl > 0 {
+		return s.removeVisitedTTL(ctx, ids)
 	}
 	p := s.rdb.Pipeline()
 	for _, id := range ids {

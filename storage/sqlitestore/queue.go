@@ -401,6 +401,9 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.purgeExpired(ctx, tx); err != nil {
+			return err
+		}
 		seen, err := visitedAmong(ctx, tx, s.isVisited, keys)
 		if err != nil {
 			return err

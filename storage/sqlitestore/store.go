@@ -65,6 +65,7 @@ type Option func(*config)
 type config struct {
 	maxSize     int
 	busyTimeout time.Duration
+	visitedTTL  time.Duration // WithVisitedTTL; see ttl.go
 }
 
 // WithMaxSize makes Push fail with storage.ErrQueueFull when the queue would
@@ -160,6 +161,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
+	}
+	if err := s.prepareTTL(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	if err := s.register(ctx); err != nil {
 		db.Close()

@@ -30,6 +30,9 @@ func (s *Store) IsVisited(requestID uint64) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
 	}
+	if s.cfg.visitedTTL > 0 {
+		return s.isVisitedTTL(requestID)
+	}
 	var one int
 	err := s.db.QueryRow("SELECT 1 FROM visited WHERE id = ?", int64(requestID)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -53,7 +56,15 @@ func (s *Store) AddVisited(ctx context.Context, ids ...uint64) ([]bool, error) {
 	if len(ids) == 0 {
 		return out, nil
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		if err := s.purgeExpired(ctx, tx); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				err = s.noteExpiry(ctx, tx, ids, out)
+			}
+		}()
 		if len(ids) <= smallVisitedBatch {
 			// The prepared one-row INSERT, once per ID: cheaper than
 			// compiling a multi-row statement for a few IDs. A repeated
@@ -126,6 +137,9 @@ func (s *Store) RemoveVisited(ctx context.Context, ids ...uint64) error {
 		return nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.forgetExpiry(ctx, tx, ids); err != nil {
+			return err
+		}
 		stmt, err := tx.PrepareContext(ctx, "DELETE FROM visited WHERE id = ?")
 		if err != nil {
 			return err
