@@ -50,6 +50,20 @@ type Options struct {
 	// VisitedShards is the number of sets holding visited IDs; 0 means
 	// DefaultVisitedShards. Every Store of a crawl must use the same value.
 	VisitedShards int
+	// ClusterAddrs, when set, makes New connect to a Redis Cluster through
+	// these seed nodes (host:port; one is enough, more survive one being
+	// down) instead of Addr. Password applies; DB does not (a cluster has
+	// one database). NewFromClient ignores it.
+	ClusterAddrs []string
+	// Partitions splits the frontier into this many queues, each a stream
+	// with its lease keys under one hash tag; an entry goes to the
+	// partition of its URL's host. 0 means one per master of a cluster
+	// client, and 1 (the single stream of earlier versions) otherwise. The
+	// first Store to open a crawl records the count in Redis and later ones
+	// adopt it; a different non-zero value fails with ErrPartitionMismatch.
+	// With more than one partition, MaxSize holds per partition (MaxSize
+	// divided by the count, rounded up).
+	Partitions int
 }
 
 // Store keeps a crawl's visited set, cookies and queue in Redis, shared by
@@ -64,20 +78,43 @@ type Store struct {
 	maxSize   int
 	shards    uint64
 	consumer  string
-	closed    atomic.Bool
+	// closed is shared with the partitions' Stores.
+	closed *atomic.Bool
+
+	// tag is "" for the crawl's Store and, for one of its partitions, the
+	// hash tag section every key of the partition's queue carries
+	// ("{magpie:q1.4}:", see partitionTag).
+	tag string
+	// parts are the partitions of a partitioned frontier, nil for the
+	// single stream of earlier versions; each is a Store whose queue keys
+	// carry its tag. See partition.go.
+	parts []*Store
+	// cursor picks the partition the next Lease tries first.
+	cursor atomic.Uint64
+	// seq numbers the entries this Store pushes to partitions (pushIDs).
+	seq atomic.Uint64
+	// cluster is set for a cluster client and a prefix without a hash tag:
+	// the keys are spread over the slots, and pushes wait for a replica.
+	cluster bool
 }
 
-// New connects to the server in opts. It fails when the server cannot be
-// reached, so a typo in Addr is found at once.
+// New connects to the server in opts (Addr), or to the cluster
+// (ClusterAddrs). It fails when the server cannot be reached, so a typo in
+// Addr is found at once.
 func New(opts Options) (*Store, error) {
-	if opts.Addr == "" {
+	if opts.Addr == "" && len(opts.ClusterAddrs) == 0 {
 		return nil, fmt.Errorf("%w: empty Addr", ErrInvalidArgument)
 	}
 	// No client-side retries: the queue scripts are not idempotent (a Lease
 	// re-run after a lost reply would grant entries nobody knows of), and
 	// magpie's queue runs retry failed operations themselves, with backoff,
 	// reporting the outage (see magpie.ErrStorageUnavailable).
-	rdb := redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB, MaxRetries: -1})
+	var rdb redis.UniversalClient
+	if len(opts.ClusterAddrs) > 0 {
+		rdb = newClusterClient(opts)
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB, MaxRetries: -1})
+	}
 	s, err := NewFromClient(rdb, opts)
 	if err != nil {
 		rdb.Close()
@@ -87,16 +124,19 @@ func New(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// NewFromClient uses an existing client (a Client, ClusterClient or
-// FailoverClient), which Close leaves open: the caller owns it.
+// NewFromClient uses an existing client, which Close leaves open: the
+// caller owns it. Any redis.UniversalClient serves: a Client (one server), a
+// FailoverClient (Sentinel) or a ClusterClient; with a ClusterClient and a
+// prefix without a hash tag the crawl's keys are spread over the cluster
+// (see Options.Partitions and the package doc).
 func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
 	}
-	if opts.MaxSize < 0 || opts.VisitedShards < 0 {
-		return nil, fmt.Errorf("%w: negative MaxSize or VisitedShards", ErrInvalidArgument)
+	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.Partitions < 0 {
+		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards or Partitions", ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards)}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), closed: new(atomic.Bool)}
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
@@ -105,8 +145,13 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	host, _ := os.Hostname()
 	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: connect: %w", err)
+	}
+	if err := s.partition(ctx, opts.Partitions); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -145,6 +190,9 @@ func (s *Store) Close() error {
 // releaseOwn releases every entry in this consumer's pending list whose
 // lease is still held, a page at a time.
 func (s *Store) releaseOwn(ctx context.Context) error {
+	if s.parts != nil {
+		return s.releaseOwnParts(ctx)
+	}
 	start := "-"
 	for {
 		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -225,7 +273,7 @@ func unlink(ctx context.Context, c redis.UniversalClient, keys []string) error {
 	return err
 }
 
-func (s *Store) key(name string) string { return s.prefix + ":" + name }
+func (s *Store) key(name string) string { return s.prefix + ":" + s.tag + name }
 
 func (s *Store) check() error {
 	if s.closed.Load() {
@@ -242,6 +290,12 @@ func (s *Store) wrap(op string, err error) error {
 	}
 	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("redisstore: %s: %w", op, storage.ErrClosed)
+	}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// A master may have failed over: find the slots' masters anew
+		// (in the background, once however many calls fail) rather than
+		// wait for the client's periodic reload.
+		cc.ReloadState(context.Background())
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }
