@@ -248,10 +248,15 @@ func (s *Store) pushParts(ctx context.Context, data [][]byte) error {
 // in turn, from the cursor, until n entries are leased or every partition
 // was asked; the next call starts at the next partition, so consumers
 // sharing the crawl spread over all of them. The entries are sorted by
-// stream ID, which is push order (see pushIDs). A partition that fails
-// (its master failing over) is skipped; its error is returned only when no
-// other partition had an entry.
+// stream ID, which is push order (see pushIDs).
+//
+// A failure after other partitions granted entries is returned by the next
+// call instead, so that the caller, which holds those entries by then, takes
+// back what the failed call may have granted (storage.LeaseReclaimer).
 func (s *Store) leaseParts(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
+	if err := s.leaseErr.Swap(nil); err != nil {
+		return nil, *err
+	}
 	start := s.cursor.Add(1)
 	var failed error
 	type leased struct {
@@ -275,20 +280,22 @@ func (s *Store) leaseParts(ctx context.Context, n int, ttl time.Duration) ([]sto
 			}
 		case errors.Is(err, storage.ErrQueueEmpty):
 		case ctx.Err() != nil || errors.Is(err, storage.ErrClosed):
-			if len(out) > 0 {
-				break // the leases granted are handed out
+			if len(out) == 0 {
+				return nil, err
 			}
-			return nil, err
+			failed = err // stop here; the entries granted are handed out
 		default:
-			if failed == nil {
-				failed = fmt.Errorf("partition %d: %w", p, err)
+			failed = fmt.Errorf("partition %d: %w", p, err)
+			if len(out) == 0 {
+				return nil, failed
 			}
+			s.leaseErr.Store(&failed)
+		}
+		if failed != nil {
+			break
 		}
 	}
 	if len(out) == 0 {
-		if failed != nil {
-			return nil, failed
-		}
 		return nil, storage.ErrQueueEmpty
 	}
 	slices.SortStableFunc(out, func(a, b leased) int {
@@ -328,12 +335,58 @@ func (s *Store) groupLeases(ids []string) (groups map[int][]string, bad []string
 	return groups, bad
 }
 
+// partAckScript is ackScript with the cluster flag first (ARGV[1]) and the
+// master's connected replicas last in the reply (see durableScript).
+var partAckScript = redis.NewScript(countReplicas + `
+local unknown = {}
+for i = 3, #ARGV, 2 do
+	local id, tok = ARGV[i], ARGV[i + 1]
+	local cur = redis.call('HGET', KEYS[2], id)
+	if cur and tok ~= '' and string.sub(cur, 1, #tok + 1) == tok .. ':' then
+		redis.call('XACK', KEYS[1], ARGV[2], id)
+		redis.call('XDEL', KEYS[1], id)
+		redis.call('HDEL', KEYS[2], id)
+		redis.call('ZREM', KEYS[3], id)
+		redis.call('ZREM', KEYS[4], id)
+	else
+		unknown[#unknown + 1] = (i - 3) / 2
+	end
+end
+unknown[#unknown + 1] = replicas
+return unknown
+`)
+
+// ackParts acknowledges leases of several partitions, one script per
+// partition at once. In a cluster an acknowledgement returns once a replica
+// has it: one lost with its master would leave the entry leased to a
+// consumer that no longer holds it until the lease expired.
 func (s *Store) ackParts(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	groups, bad := s.groupLeases(ids)
-	return joinParts("ack", eachPart(groups, func(p int, g []string) error { return s.parts[p].Ack(ctx, g...) }), bad)
+	flag := "0"
+	if s.cluster {
+		flag = "1"
+	}
+	return joinParts("ack", eachPart(groups, func(p int, g []string) error {
+		part := s.parts[p]
+		args, unknown := leasePairs(g, flag, group)
+		if len(args) > 2 {
+			bad, err := s.durableScript(ctx, partAckScript,
+				[]string{part.key("queue"), part.key("leases"), part.key("expiry"), part.key("delayed")}, args...)
+			if err != nil {
+				return s.wrap("ack", err)
+			}
+			for _, i := range bad {
+				unknown = append(unknown, fmt.Sprintf("%d/%s:%s", p, args[2+2*i], args[3+2*i]))
+			}
+		}
+		if len(unknown) > 0 {
+			return fmt.Errorf("redisstore: ack %q: %w", unknown, storage.ErrUnknownLease)
+		}
+		return nil
+	}), bad)
 }
 
 func (s *Store) releaseParts(ctx context.Context, id string, notBefore time.Time) error {

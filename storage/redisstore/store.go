@@ -91,6 +91,8 @@ type Store struct {
 	parts []*Store
 	// cursor picks the partition the next Lease tries first.
 	cursor atomic.Uint64
+	// leaseErr is a Lease failure to report on the next Lease (leaseParts).
+	leaseErr atomic.Pointer[error]
 	// seq numbers the entries this Store pushes to partitions (pushIDs).
 	seq atomic.Uint64
 	// cluster is set for a cluster client and a prefix without a hash tag:
