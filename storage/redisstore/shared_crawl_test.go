@@ -29,7 +29,13 @@ func TestHelperPoliteCrawler(t *testing.T) {
 	if prefix == "" {
 		t.Skip("helper process for TestSharedPoliteness")
 	}
-	s, err := New(Options{Addr: redisAddr(t), Prefix: prefix})
+	o := Options{Prefix: prefix}
+	if addrs := os.Getenv("MAGPIE_POLITE_CLUSTER"); addrs != "" {
+		o.ClusterAddrs = strings.Split(addrs, ",")
+	} else {
+		o.Addr = redisAddr(t)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +89,21 @@ type politeSite struct {
 	inflight []int
 	maxIn    []int
 	who      [][]string
+	// total counts page fetches; reached, when set, is closed at the
+	// reachAt-th.
+	total   int
+	reachAt int
+	reached chan struct{}
 }
 
 func newPoliteSite(t *testing.T, pages int) *politeSite {
 	t.Helper()
-	const n = 3
+	return newPoliteSiteN(t, pages, 3)
+}
+
+// newPoliteSiteN is newPoliteSite over n servers (page i on server i%n).
+func newPoliteSiteN(t *testing.T, pages, n int) *politeSite {
+	t.Helper()
 	s := &politeSite{pages: pages, counts: map[int]int{}, arrivals: make([][]time.Time, n),
 		sent: make([][]time.Time, n), who: make([][]string, n),
 		inflight: make([]int, n), maxIn: make([]int, n)}
@@ -120,6 +136,10 @@ func (s *politeSite) serve(k int, w http.ResponseWriter, r *http.Request) {
 		s.sent[k] = append(s.sent[k], time.Unix(0, ns))
 	}
 	s.counts[i]++
+	s.total++
+	if s.reached != nil && s.total == s.reachAt {
+		close(s.reached)
+	}
 	s.inflight[k]++
 	s.maxIn[k] = max(s.maxIn[k], s.inflight[k])
 	s.mu.Unlock()
@@ -158,7 +178,12 @@ func gaps(ts []time.Time) []time.Duration {
 // host, in µs on the Redis server's clock (none without SharedLimits).
 func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 	t.Helper()
-	st := newTestStore(t, Options{})
+	return s.crawlOn(t, newTestStore(t, Options{}), shared, nil)
+}
+
+// crawlOn is crawl on the crawl of st; the crawler processes get env too.
+func (s *politeSite) crawlOn(t *testing.T, st *Store, shared bool, env []string) map[string][]int64 {
+	t.Helper()
 	q, err := queue.New(1, st)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +198,7 @@ func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
 			fmt.Sprintf("MAGPIE_POLITE_SHARED=%d", map[bool]int{false: 0, true: 1}[shared]))
+		cmd.Env = append(cmd.Env, env...)
 		out := &strings.Builder{}
 		outs[p] = out
 		cmd.Stdout, cmd.Stderr = out, out

@@ -1,0 +1,261 @@
+package redisstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestClusterSharedCrawl is the acceptance test of a crawl over Redis
+// Cluster: three crawler processes share one crawl of a 20-host site on the
+// cluster (3 masters, the frontier in 3 partitions, one per master) with
+// SharedLimits and LimitRule{Parallelism: 1, Delay: 20ms}. Every page is
+// fetched exactly once, no host ever has two requests in flight (measured
+// by the servers), the starts Redis granted a host are at least Delay apart
+// on the clock of the master holding the host's limiter keys, and the
+// median gap between a host's arrivals at its server is at least Delay less
+// 5 ms (single gaps carry the machine's scheduling jitter, see
+// TestSharedPoliteness, and are logged).
+func TestClusterSharedCrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts crawler processes")
+	}
+	addrs := clusterAddrs(t)
+	const hosts, pages = 20, 1000
+	site := newPoliteSiteN(t, pages, hosts)
+	st := newClusterStore(t, Options{})
+	begin := time.Now()
+	grants := site.crawlOn(t, st, true, []string{"MAGPIE_POLITE_CLUSTER=" + strings.Join(addrs, ",")})
+	t.Logf("%d pages over %d hosts in %v", pages, hosts, time.Since(begin).Round(time.Millisecond))
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	for i := range pages {
+		if n := site.counts[i]; n != 1 {
+			t.Errorf("page %d fetched %d times, want 1", i, n)
+		}
+	}
+	if len(grants) != hosts {
+		t.Fatalf("grants for %d hosts, want %d", len(grants), hosts)
+	}
+	for host, at := range grants {
+		slices.Sort(at)
+		if len(at) != pages/hosts {
+			t.Errorf("host %s: %d starts granted, want %d (one per page)", host, len(at), pages/hosts)
+		}
+		for i := 1; i < len(at); i++ {
+			if gap := time.Duration(at[i]-at[i-1]) * time.Microsecond; gap < politeDelay {
+				t.Errorf("host %s: starts %d and %d granted %v apart, want >= %v", host, i-1, i, gap, politeDelay)
+			}
+		}
+	}
+	for k := range site.srvs {
+		arr := gaps(site.arrivals[k])
+		if len(arr) != pages/hosts-1 {
+			t.Fatalf("host %d: %d arrival gaps, want %d", k, len(arr), pages/hosts-1)
+		}
+		if med := pct(arr, 50); med < politeDelay-5*time.Millisecond {
+			t.Errorf("host %d: median arrival gap %v, want >= %v", k, med, politeDelay-5*time.Millisecond)
+		}
+		if site.maxIn[k] > 1 {
+			t.Errorf("host %d: %d requests in flight at once, want at most 1", k, site.maxIn[k])
+		}
+		if k < 3 {
+			t.Logf("host %d: arrival gaps min %v p5 %v median %v", k, arr[0], pct(arr, 5), pct(arr, 50))
+		}
+	}
+	if l, err := st.Len(t.Context()); err != nil || l.Total() != 0 {
+		t.Errorf("queue after the crawl: Len() = %+v, %v, want empty", l, err)
+	}
+}
+
+// TestClusterFailover kills (SIGKILL) the master holding one partition of
+// the frontier while three crawler processes crawl a 20-host site over a
+// cluster the test starts (3 masters, 3 replicas, node timeout 1 s). Its
+// replica is promoted and the crawl runs to its end: every page is fetched
+// (at least once: a master's last writes before it died, a lease or an
+// acknowledgement, may be lost, so some pages may be fetched twice; pushes
+// and acknowledgements wait for the replica, so no link is lost), and the
+// queue is empty.
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and crawler processes")
+	}
+	clusterAddrs(t) // runs where the cluster tests run; the cluster is its own
+	tc := startTestCluster(t)
+	const hosts, pages = 20, 600
+	site := newPoliteSiteN(t, pages, hosts)
+	site.reachAt, site.reached = pages/3, make(chan struct{})
+	st, err := New(Options{ClusterAddrs: tc.addrs, Prefix: randomPrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	victim, err := st.rdb.(*redis.ClusterClient).MasterForKey(t.Context(), st.parts[0].key("queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimAddr := victim.Options().Addr
+	killed := make(chan error, 1)
+	go func() {
+		select {
+		case <-site.reached:
+			killed <- tc.kill(victimAddr)
+		case <-t.Context().Done():
+			killed <- t.Context().Err()
+		}
+	}()
+	begin := time.Now()
+	site.crawlOn(t, st, false, []string{"MAGPIE_POLITE_CLUSTER=" + strings.Join(tc.addrs, ",")})
+	t.Logf("%d pages over %d hosts in %v", pages, hosts, time.Since(begin).Round(time.Millisecond))
+	if err := <-killed; err != nil {
+		t.Fatalf("killing master %s: %v", victimAddr, err)
+	}
+	site.mu.Lock()
+	dups := 0
+	for i := range pages {
+		switch n := site.counts[i]; {
+		case n == 0:
+			t.Errorf("page %d never fetched", i)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	site.mu.Unlock()
+	t.Logf("master %s killed after %d fetches; %d duplicate fetches", victimAddr, pages/3, dups)
+	l, err := st.Len(t.Context())
+	if err != nil || l.Total() != 0 {
+		t.Errorf("queue after the crawl: Len() = %+v, %v, want empty", l, err)
+	}
+}
+
+// testCluster is a Redis Cluster of redis-server processes the test started.
+type testCluster struct {
+	addrs []string
+	// mu guards procs.
+	mu    sync.Mutex
+	procs map[string]*exec.Cmd
+}
+
+// startTestCluster starts 6 redis-servers on free loopback ports (each
+// with its cluster bus port, +10000, free too) and joins them into a
+// cluster of 3 masters with one replica each, node timeout 1 s.
+func startTestCluster(t *testing.T) *testCluster {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s required in CI: %v", bin, err)
+			}
+			t.Skipf("%s not found: %v", bin, err)
+		}
+	}
+	dir := t.TempDir()
+	tc := &testCluster{procs: map[string]*exec.Cmd{}}
+	for _, port := range freeClusterPorts(t, 6) {
+		p := strconv.Itoa(port)
+		addr := "127.0.0.1:" + p
+		cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", p, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes-"+p+".conf"), "--cluster-node-timeout", "1000",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, p+".log"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tc.procs[addr] = cmd
+		tc.addrs = append(tc.addrs, addr)
+	}
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, cmd := range tc.procs {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	ctx := t.Context()
+	for _, addr := range tc.addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		ok := eventually(t, 30*time.Second, func() bool { return c.Ping(ctx).Err() == nil })
+		c.Close()
+		if !ok {
+			t.Fatalf("redis-server on %s did not start", addr)
+		}
+	}
+	args := append([]string{"--cluster", "create"}, tc.addrs...)
+	out, err := exec.CommandContext(ctx, "redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	// Ready: every node sees the cluster ok, and every master has its
+	// replica in sync (a master killed before that has nobody to fail
+	// over to).
+	ready := eventually(t, 60*time.Second, func() bool {
+		synced := 0
+		for _, addr := range tc.addrs {
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			info, err := c.ClusterInfo(ctx).Result()
+			repl, err2 := c.Info(ctx, "replication").Result()
+			c.Close()
+			if err != nil || err2 != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+			if strings.Contains(repl, "master_link_status:up") {
+				synced++
+			}
+		}
+		return synced == 3
+	})
+	if !ready {
+		t.Fatal("the test cluster did not become ready")
+	}
+	return tc
+}
+
+// kill sends SIGKILL to the redis-server at addr.
+func (tc *testCluster) kill(addr string) error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	cmd, ok := tc.procs[addr]
+	if !ok {
+		return fmt.Errorf("no server on %s", addr)
+	}
+	return cmd.Process.Kill()
+}
+
+// freeClusterPorts returns n loopback ports of 20000-29999 that are free,
+// with their cluster bus ports (+10000) free too.
+func freeClusterPorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatal("no free port pairs for a cluster")
+		}
+		port := 20000 + rand.IntN(10000)
+		if slices.Contains(ports, port) {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		ports = append(ports, port)
+	}
+	return ports
+}
