@@ -147,7 +147,7 @@ func (s *Store) pushIDs(n int) []string {
 func (s *Store) pushTo(ctx context.Context, p int, ids []string, data [][]byte) error {
 	part := s.parts[p]
 	flag := "0"
-	if s.cluster {
+	if s.cluster && !s.noWait {
 		flag = "1"
 	}
 	args := make([]any, 0, 2*len(data)+3)
@@ -366,7 +366,7 @@ func (s *Store) ackParts(ctx context.Context, ids []string) error {
 	}
 	groups, bad := s.groupLeases(ids)
 	flag := "0"
-	if s.cluster {
+	if s.cluster && !s.noWait {
 		flag = "1"
 	}
 	return joinParts("ack", eachPart(groups, func(p int, g []string) error {

@@ -64,6 +64,11 @@ type Options struct {
 	// With more than one partition, MaxSize holds per partition (MaxSize
 	// divided by the count, rounded up).
 	Partitions int
+	// NoReplicaWait makes pushes and acknowledgements on a cluster return
+	// without waiting for a replica of their master to confirm them (see
+	// the package doc): fewer round trips, but a master that dies right
+	// after answering may take the last links pushed to it with it.
+	NoReplicaWait bool
 }
 
 // Store keeps a crawl's visited set, cookies and queue in Redis, shared by
@@ -96,8 +101,10 @@ type Store struct {
 	// seq numbers the entries this Store pushes to partitions (pushIDs).
 	seq atomic.Uint64
 	// cluster is set for a cluster client and a prefix without a hash tag:
-	// the keys are spread over the slots, and pushes wait for a replica.
+	// the keys are spread over the slots, and pushes wait for a replica
+	// unless noWait.
 	cluster bool
+	noWait  bool
 }
 
 // New connects to the server in opts (Addr), or to the cluster
@@ -138,7 +145,8 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.Partitions < 0 {
 		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards or Partitions", ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), closed: new(atomic.Bool)}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), closed: new(atomic.Bool),
+		noWait: opts.NoReplicaWait}
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
