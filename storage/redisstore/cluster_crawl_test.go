@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,9 +38,17 @@ func TestClusterSharedCrawl(t *testing.T) {
 	const hosts, pages = 20, 1000
 	site := newPoliteSiteN(t, pages, hosts)
 	st := newClusterStore(t, Options{})
+	commands := func() int64 { return serverCommands(t, st.rdb.(*redis.ClusterClient)) }
+	before := commands()
 	begin := time.Now()
 	grants := site.crawlOn(t, st, true, []string{"MAGPIE_POLITE_CLUSTER=" + strings.Join(addrs, ",")})
 	t.Logf("%d pages over %d hosts in %v", pages, hosts, time.Since(begin).Round(time.Millisecond))
+	// The figures of the README's capacity table: the crawlers' round
+	// trips per page (commands, a script counting one, and pipelines, per
+	// node) and the commands the masters ran per page (each command a
+	// script runs counting one), SharedLimits included.
+	t.Logf("per page: %.1f commands and %.2f pipelines sent by the crawlers; %.1f commands run by the masters",
+		float64(site.calls)/pages, float64(site.pipes)/pages, float64(commands()-before)/pages)
 	site.mu.Lock()
 	defer site.mu.Unlock()
 	for i := range pages {
@@ -268,4 +278,30 @@ func freeClusterPorts(t *testing.T, n int) []int {
 		ports = append(ports, port)
 	}
 	return ports
+}
+
+// serverCommands sums total_commands_processed over the cluster's masters.
+func serverCommands(t *testing.T, cc *redis.ClusterClient) int64 {
+	t.Helper()
+	var total atomic.Int64
+	err := cc.ForEachMaster(t.Context(), func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "stats").Result()
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return err
+				}
+				total.Add(n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total.Load()
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // politeDelay is the shared crawl's LimitRule.Delay.
@@ -67,8 +70,45 @@ func TestHelperPoliteCrawler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var calls callCounter
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// Counted where they go out: a node's client (durable pushes and
+		// acknowledgements use one directly).
+		cc.OnNewNode(func(c *redis.Client) { c.AddHook(&calls) })
+		if err := cc.ForEachShard(context.Background(), func(_ context.Context, c *redis.Client) error {
+			c.AddHook(&calls)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.rdb.AddHook(&calls)
+	}
 	if err := q.Run(c); err != nil {
 		t.Fatal(err)
+	}
+	// Every call this process made to Redis, for the parent's figures.
+	fmt.Printf("CALLS %d %d\n", calls.cmds.Load(), calls.pipes.Load())
+}
+
+// callCounter is a go-redis hook counting the round trips a client makes:
+// single commands (a script is one) and pipelines (on a cluster, counted
+// per node they go to).
+type callCounter struct{ cmds, pipes atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.pipes.Add(1)
+		return next(ctx, cmds)
 	}
 }
 
@@ -89,6 +129,8 @@ type politeSite struct {
 	inflight []int
 	maxIn    []int
 	who      [][]string
+	// calls and pipes add up the crawler processes' Redis calls (crawlOn).
+	calls, pipes int64
 	// total counts page fetches; reached, when set, is closed at the
 	// reachAt-th.
 	total   int
@@ -225,6 +267,11 @@ func (s *politeSite) crawlOn(t *testing.T, st *Store, shared bool, env []string)
 			var at int64
 			if n, _ := fmt.Sscanf(line, "GRANT %s %d", &host, &at); n == 2 {
 				grants[host] = append(grants[host], at)
+			}
+			var cmds, pipes int64
+			if n, _ := fmt.Sscanf(line, "CALLS %d %d", &cmds, &pipes); n == 2 {
+				s.calls += cmds
+				s.pipes += pipes
 			}
 		}
 	}
