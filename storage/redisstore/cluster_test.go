@@ -95,6 +95,8 @@ func TestEntryHost(t *testing.T) {
 		{`{"URL":"https://user:pw@h.example/","Method":"GET"}`, "h.example"},
 		{`{"Method":"GET","URL":"http://late.example/x"}`, "late.example"},
 		{`{"URL":"http://q.example/\"x\""}`, "q.example"},
+		{`{"URL":"http://amp.example/a?b=1\u0026c=2"}`, "amp.example"},
+		{`{"URL":"http://esc\u0041.example/"}`, "esca.example"},
 		{"a", ""},
 		{"", ""},
 		{`{"URL":"no-scheme"}`, ""},

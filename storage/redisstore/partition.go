@@ -81,22 +81,32 @@ var urlField = []byte(`{"URL":"`)
 // marshalled request, or "" for data that is not one: such entries all go
 // to one partition, in push order.
 func entryHost(data []byte) string {
-	var raw string
+	// The fast path reads the host out of the JSON text: a URL's host
+	// needs no JSON escape (a query's '&' does, hence the check on the
+	// host alone).
 	if rest, ok := bytes.CutPrefix(data, urlField); ok {
-		if i := bytes.IndexByte(rest, '"'); i >= 0 && !bytes.Contains(rest[:i], []byte{'\\'}) {
-			raw = string(rest[:i])
+		if i := bytes.IndexByte(rest, '"'); i >= 0 {
+			if h, ok := urlHost(string(rest[:i])); ok && !strings.Contains(h, `\`) {
+				return h
+			}
 		}
 	}
-	if raw == "" && len(data) > 0 && data[0] == '{' {
-		var v struct{ URL string }
-		if json.Unmarshal(data, &v) != nil {
-			return ""
-		}
-		raw = v.URL
+	if len(data) == 0 || data[0] != '{' {
+		return ""
 	}
+	var v struct{ URL string }
+	if json.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	h, _ := urlHost(v.URL)
+	return h
+}
+
+// urlHost returns the host (with port, lower case) of an absolute URL.
+func urlHost(raw string) (string, bool) {
 	_, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return ""
+		return "", false
 	}
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		rest = rest[:i]
@@ -104,7 +114,7 @@ func entryHost(data []byte) string {
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
 		rest = rest[i+1:]
 	}
-	return strings.ToLower(rest)
+	return strings.ToLower(rest), true
 }
 
 // partPushScript: KEYS queue; ARGV cluster flag, group, maxSize, then
