@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,4 +306,91 @@ func serverCommands(t *testing.T, cc *redis.ClusterClient) int64 {
 		t.Fatal(err)
 	}
 	return total.Load()
+}
+
+// TestClusterPushWaitsForReplica: on a cluster, a push returns only once the
+// replica of its partition's master has it. With the replica stopped
+// (SIGSTOP: connected, silent) the push fails with ErrNotReplicated after
+// the wait, rather than succeed on a write a failover could lose; the
+// queue run would retry it. Once the replica answers again, pushes and
+// acknowledgements succeed, and NoReplicaWait never waits.
+func TestClusterPushWaitsForReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	clusterAddrs(t)
+	tc := startTestCluster(t)
+	ctx := t.Context()
+	st, err := New(Options{ClusterAddrs: tc.addrs, Prefix: randomPrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fast, err := New(Options{ClusterAddrs: tc.addrs, Prefix: st.prefix, NoReplicaWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	// An entry for a host of partition 0, whose master's replica is stopped.
+	var data []byte
+	for i := 0; ; i++ {
+		if data = reqData(fmt.Sprintf("h%d.example", i), 0); st.partOf(data) == 0 {
+			break
+		}
+	}
+	master, err := st.rdb.(*redis.ClusterClient).MasterForKey(ctx, st.parts[0].key("queue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repl, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port string
+	for line := range strings.SplitSeq(repl, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "slave0:"); ok {
+			for kv := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(kv, "port="); ok {
+					port = v
+				}
+			}
+		}
+	}
+	replica := tc.procs["127.0.0.1:"+port]
+	if replica == nil {
+		t.Fatalf("no replica of %s among the test's servers (INFO replication: %q)", master.Options().Addr, repl)
+	}
+	if err := replica.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = replica.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	if err := st.Push(ctx, data); !errors.Is(err, ErrNotReplicated) {
+		t.Errorf("Push with the replica stopped error = %v, want %v", err, ErrNotReplicated)
+	}
+	if err := fast.Push(ctx, data); err != nil {
+		t.Errorf("Push with NoReplicaWait, the replica stopped: error = %v, want nil", err)
+	}
+	if err := replica.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	if err := st.Push(ctx, data); err != nil {
+		t.Errorf("Push with the replica back error = %v, want nil", err)
+	}
+	es, err := st.Lease(ctx, 10, time.Minute)
+	if err != nil || len(es) != 3 {
+		t.Fatalf("Lease = %d entries, %v; want the 3 pushed (the failed push's entry was written, unconfirmed)", len(es), err)
+	}
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	if err := st.Ack(ctx, ids...); err != nil {
+		t.Errorf("Ack error = %v", err)
+	}
 }
