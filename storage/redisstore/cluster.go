@@ -94,18 +94,19 @@ func countMasters(ctx context.Context, cc *redis.ClusterClient) (int, error) {
 	return int(n.Load()), err
 }
 
-// agreePartitions settles the crawl's partition count, which every Store
-// of the crawl must share (a host's entries must go to one partition in
-// every process): the first Store to open the crawl records its count in
-// P:partitions, and the others adopt it. want is Options.Partitions (0:
-// the default, def).
-func agreePartitions(ctx context.Context, rdb redis.UniversalClient, key string, want, def int) (int, error) {
+// agreeCount settles a count every Store of the crawl must share (the
+// partitions: a host's entries must go to one partition in every process;
+// the visited shards: a URL's mark must be found in one shard): the first
+// Store to open the crawl records its count at key, and the others adopt
+// it. want is the Options field (0: the default, def); what names it in
+// errors.
+func agreeCount(ctx context.Context, rdb redis.UniversalClient, key, what string, want, def int) (int, error) {
 	n := want
 	if n == 0 {
 		n = def
 	}
 	if err := rdb.SetNX(ctx, key, n, 0).Err(); err != nil {
-		return 0, fmt.Errorf("redisstore: recording the partition count: %w", err)
+		return 0, fmt.Errorf("redisstore: recording the crawl's %s: %w", what, err)
 	}
 	stored, err := rdb.Get(ctx, key).Int()
 	if errors.Is(err, redis.Nil) {
@@ -113,13 +114,13 @@ func agreePartitions(ctx context.Context, rdb redis.UniversalClient, key string,
 		return n, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("redisstore: reading the partition count: %w", err)
+		return 0, fmt.Errorf("redisstore: reading the crawl's %s: %w", what, err)
 	}
 	if want != 0 && stored != want {
-		return 0, fmt.Errorf("%w: Options.Partitions is %d, the crawl in Redis has %d", ErrPartitionMismatch, want, stored)
+		return 0, fmt.Errorf("%w: Options.%s is %d, the crawl in Redis has %d", ErrLayoutMismatch, what, want, stored)
 	}
 	if stored < 1 {
-		return 0, fmt.Errorf("%w: the crawl in Redis records %d partitions", ErrPartitionMismatch, stored)
+		return 0, fmt.Errorf("%w: the crawl in Redis records %d %s", ErrLayoutMismatch, stored, what)
 	}
 	return stored, nil
 }

@@ -17,6 +17,7 @@
 //	P:slots:{<host>}  ZSET of HostLimiter's parallelism slots, scored by expiry (ms)
 //	P:next:{<host>}   STRING, HostLimiter: the host's next allowed start (server µs)
 //	P:partitions      STRING, the frontier's partition count, set by the first Store
+//	P:visited-shards  STRING, the visited set's shard count, set by the first Store
 //
 // A partitioned frontier (Options.Partitions above 1, or any Store on a
 // Redis Cluster) has, for each partition i, the four queue keys above under

@@ -6,11 +6,12 @@ import "errors"
 // client, negative sizes) and for a Lease with n < 1 or ttl <= 0.
 var ErrInvalidArgument = errors.New("redisstore: invalid argument")
 
-// ErrPartitionMismatch is returned by New and NewFromClient when
-// Options.Partitions differs from the partition count the crawl recorded
-// in Redis when its first Store opened it: a host's entries must go to the
-// same partition in every process.
-var ErrPartitionMismatch = errors.New("redisstore: partition count differs from the crawl's")
+// ErrLayoutMismatch is returned by New and NewFromClient when
+// Options.Partitions or Options.VisitedShards differs from the value the
+// crawl recorded in Redis when its first Store opened it: a host's entries
+// must go to the same partition, and a URL's mark to the same shard, in
+// every process.
+var ErrLayoutMismatch = errors.New("redisstore: partitions or visited shards differ from the crawl's")
 
 // ErrNotReplicated is returned by a push to a cluster whose master has
 // replicas when none of them confirmed the write in time: the entries may

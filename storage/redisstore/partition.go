@@ -43,7 +43,7 @@ func (s *Store) partition(ctx context.Context, want int) error {
 		}
 		def = max(m, 1)
 	}
-	n, err := agreePartitions(ctx, s.rdb, s.key("partitions"), want, def)
+	n, err := agreeCount(ctx, s.rdb, s.key("partitions"), "Partitions", want, def)
 	if err != nil {
 		return err
 	}

@@ -67,8 +67,16 @@ func testPartitionedQueue(t *testing.T, open func(t *testing.T, opts Options) *S
 	if other.Partitions() != s.Partitions() || s.Partitions() < 3 {
 		t.Fatalf("Partitions() = %d and %d, want the same, at least 3", s.Partitions(), other.Partitions())
 	}
-	if _, err := NewFromClient(s.rdb, Options{Prefix: s.prefix, Partitions: s.Partitions() + 1}); !errors.Is(err, ErrPartitionMismatch) {
-		t.Errorf("New with another partition count error = %v, want %v", err, ErrPartitionMismatch)
+	if _, err := NewFromClient(s.rdb, Options{Prefix: s.prefix, Partitions: s.Partitions() + 1}); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("New with another partition count error = %v, want %v", err, ErrLayoutMismatch)
+	}
+	if _, err := NewFromClient(s.rdb, Options{Prefix: s.prefix, VisitedShards: 5}); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("New with another visited shard count error = %v, want %v", err, ErrLayoutMismatch)
+	}
+	if o, err := NewFromClient(s.rdb, Options{Prefix: s.prefix, VisitedShards: DefaultVisitedShards}); err != nil {
+		t.Errorf("New with the crawl's visited shard count error = %v, want nil", err)
+	} else {
+		o.Close()
 	}
 
 	const hosts, per = 12, 5

@@ -48,7 +48,10 @@ type Options struct {
 	// included). 0 means no limit.
 	MaxSize int
 	// VisitedShards is the number of sets holding visited IDs; 0 means
-	// DefaultVisitedShards. Every Store of a crawl must use the same value.
+	// DefaultVisitedShards. Keep it above the crawl's URLs ÷ 250, so that
+	// every set stays a compact intset. The first Store to open a crawl
+	// records it in Redis and later ones adopt it; a different non-zero
+	// value fails with ErrLayoutMismatch.
 	VisitedShards int
 	// ClusterAddrs, when set, makes New connect to a Redis Cluster through
 	// these seed nodes (host:port; one is enough, more survive one being
@@ -60,7 +63,7 @@ type Options struct {
 	// partition of its URL's host. 0 means one per master of a cluster
 	// client, and 1 (the single stream of earlier versions) otherwise. The
 	// first Store to open a crawl records the count in Redis and later ones
-	// adopt it; a different non-zero value fails with ErrPartitionMismatch.
+	// adopt it; a different non-zero value fails with ErrLayoutMismatch.
 	// With more than one partition, MaxSize holds per partition (MaxSize
 	// divided by the count, rounded up).
 	Partitions int
@@ -150,9 +153,7 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
-	if s.shards == 0 {
-		s.shards = DefaultVisitedShards
-	}
+
 	host, _ := os.Hostname()
 	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -160,6 +161,11 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: connect: %w", err)
 	}
+	shards, err := agreeCount(ctx, rdb, s.key("visited-shards"), "VisitedShards", opts.VisitedShards, DefaultVisitedShards)
+	if err != nil {
+		return nil, err
+	}
+	s.shards = uint64(shards)
 	if err := s.partition(ctx, opts.Partitions); err != nil {
 		return nil, err
 	}
