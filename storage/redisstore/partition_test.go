@@ -218,3 +218,42 @@ func TestPartitionsMaxSize(t *testing.T) {
 		t.Errorf("PushUnvisited(a third entry of the host) error = %v, want %v", err, storage.ErrQueueFull)
 	}
 }
+
+// TestPartitionFailing: a partition that fails (here its stream key holds
+// a string, so its scripts fail) does not keep the others' entries from
+// being leased, and its failure is reported, by the same Lease or the next
+// one, so that a queue run reclaims what the failed call may have granted.
+func TestPartitionFailing(t *testing.T) {
+	redisAddr(t)
+	s := newTestStore(t, Options{Partitions: 4})
+	ctx := t.Context()
+	var data [][]byte
+	for h := 0; len(data) < 30; h++ {
+		if d := reqData(fmt.Sprintf("h%d.example", h), 0); s.partOf(d) != 2 {
+			data = append(data, d)
+		}
+	}
+	if err := s.Push(ctx, data...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.Set(ctx, s.parts[2].key("queue"), "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	leased, failures := 0, 0
+	for range 4 * s.Partitions() {
+		es, err := s.Lease(ctx, 7, time.Minute)
+		switch {
+		case errors.Is(err, storage.ErrQueueEmpty):
+		case err != nil:
+			if !strings.Contains(err.Error(), "partition 2") {
+				t.Errorf("Lease error = %v, want partition 2's", err)
+			}
+			failures++
+		default:
+			leased += len(es)
+		}
+	}
+	if leased != len(data) || failures == 0 {
+		t.Errorf("leased %d of %d entries with %d failures reported; want all, and the failure reported", leased, len(data), failures)
+	}
+}
