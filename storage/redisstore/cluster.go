@@ -74,13 +74,17 @@ func partitionTag(prefix string, i, n int) string {
 	}
 }
 
-// newClusterClient is New's client for Options.ClusterAddrs. Redirects
-// (MOVED, ASK) are followed; they are answers, not failures. Connection
-// failures are not retried by the node clients: the queue scripts are not
-// idempotent, and queue runs retry failed operations themselves.
+// newClusterClient is New's client for Options.ClusterAddrs. It never
+// sends a command twice: go-redis retries a command or a pipeline whose
+// reply was lost under the same setting (MaxRedirects) that follows MOVED
+// and ASK, and a re-sent SADD would report the mark its first run set as
+// another process's, so that the entry would be refused as visited and
+// lost. A redirect is returned as an error instead; the client then
+// reloads the slot map (see Store.wrap) and the queue run retries the
+// operation, as it does every failed one.
 func newClusterClient(opts Options) redis.UniversalClient {
 	return redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: opts.ClusterAddrs, Password: opts.Password, MaxRetries: -1,
+		Addrs: opts.ClusterAddrs, Password: opts.Password, MaxRetries: -1, MaxRedirects: -1,
 	})
 }
 

@@ -140,7 +140,10 @@ func New(opts Options) (*Store, error) {
 // caller owns it. Any redis.UniversalClient serves: a Client (one server), a
 // FailoverClient (Sentinel) or a ClusterClient; with a ClusterClient and a
 // prefix without a hash tag the crawl's keys are spread over the cluster
-// (see Options.Partitions and the package doc).
+// (see Options.Partitions and the package doc). Give the client the
+// settings New uses, so that it never sends a command twice (a script re-run
+// after a lost reply is not idempotent): MaxRetries -1 and, for a cluster,
+// MaxRedirects -1.
 func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
