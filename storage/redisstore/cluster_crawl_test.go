@@ -132,8 +132,14 @@ func TestClusterFailover(t *testing.T) {
 	}()
 	site.crawlOn(t, st, false, []string{"MAGPIE_POLITE_CLUSTER=" + strings.Join(tc.addrs, ",")})
 	t.Logf("%d pages over %d hosts in %v", pages, hosts, time.Since(begin).Round(time.Millisecond))
-	if err := <-killed; err != nil {
-		t.Fatalf("killing master %s: %v", victimAddr, err)
+	select {
+	case err := <-killed:
+		if err != nil {
+			t.Fatalf("killing master %s: %v", victimAddr, err)
+		}
+	default:
+		// The kill goroutine ends with the test's context.
+		t.Fatalf("the crawl ended before %d fetches: no master was killed", site.reachAt)
 	}
 	site.mu.Lock()
 	dups := 0

@@ -151,12 +151,10 @@ func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.Partitions < 0 {
 		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards or Partitions", ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), closed: new(atomic.Bool),
-		noWait: opts.NoReplicaWait}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, closed: new(atomic.Bool), noWait: opts.NoReplicaWait}
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
-
 	host, _ := os.Hostname()
 	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
