@@ -133,8 +133,8 @@ func TestClusterFailover(t *testing.T) {
 	site.crawlOn(t, st, false, []string{"MAGPIE_POLITE_CLUSTER=" + strings.Join(tc.addrs, ",")})
 	t.Logf("%d pages over %d hosts in %v", pages, hosts, time.Since(begin).Round(time.Millisecond))
 	select {
-	case err := <-killed:
-		if err != nil {
+	case <-site.reached:
+		if err := <-killed; err != nil {
 			t.Fatalf("killing master %s: %v", victimAddr, err)
 		}
 	default:
