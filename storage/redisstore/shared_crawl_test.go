@@ -233,11 +233,15 @@ func (s *politeSite) crawlOn(t *testing.T, st *Store, shared bool, env []string)
 	if err := q.AddURL(s.url(0)); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
 	const procs = 3
 	errs := make(chan error, procs)
 	outs := make([]*strings.Builder, procs)
 	for p := range procs {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
+		// A crawl that hangs is killed, and reported, rather than left to
+		// the test binary's timeout.
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
 			fmt.Sprintf("MAGPIE_POLITE_SHARED=%d", map[bool]int{false: 0, true: 1}[shared]))
 		cmd.Env = append(cmd.Env, env...)
