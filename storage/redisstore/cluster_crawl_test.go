@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magpiecrawl/magpie/queue"
 	"github.com/magpiecrawl/magpie/storage"
 	"github.com/redis/go-redis/v9"
 )
@@ -399,4 +400,122 @@ func TestClusterPushWaitsForReplica(t *testing.T) {
 	if err := st.Ack(ctx, ids...); err != nil {
 		t.Errorf("Ack error = %v", err)
 	}
+}
+
+// TestClusterCrawlerKilled kills (SIGKILL) one of three crawler processes
+// a third of the way through a crawl over the cluster: the others finish
+// it, every page is fetched, and the only pages fetched twice are among
+// those the dead process held. Its leases come back when they expire; the
+// test does not wait the frontier's lease TTL (minutes) but moves the dead
+// consumer's lease deadlines to now, as the clock would.
+func TestClusterCrawlerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills crawler processes")
+	}
+	addrs := clusterAddrs(t)
+	const hosts, pages = 20, 600
+	site := newPoliteSiteN(t, pages, hosts)
+	site.reachAt, site.reached = pages/3, make(chan struct{})
+	st := newClusterStore(t, Options{})
+	q, err := queue.New(1, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(site.url(0)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	var cmds []*exec.Cmd
+	errs := make(chan error, 3)
+	for p := range 3 {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
+			"MAGPIE_POLITE_SHARED=0", "MAGPIE_POLITE_CLUSTER="+strings.Join(addrs, ","))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		go func() {
+			err := cmd.Wait()
+			if err != nil {
+				err = fmt.Errorf("proc%d: %w\n%s", p, err, out)
+			}
+			errs <- err
+		}()
+	}
+	select {
+	case <-site.reached:
+	case err := <-errs:
+		t.Fatalf("a crawler ended before the kill: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the crawl did not reach the kill point")
+	}
+	victim := cmds[0]
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "proc0") {
+		t.Fatalf("first crawler to end: %v, want proc0 killed", err)
+	}
+	held := expireConsumer(t, st, "-"+strconv.Itoa(victim.Process.Pid)+"-")
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("crawler process error = %v", err)
+		}
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	dups := 0
+	for i := range pages {
+		switch n := site.counts[i]; {
+		case n == 0:
+			t.Errorf("page %d never fetched", i)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	t.Logf("proc0 killed after %d fetches with %d entries pending; %d duplicate fetches", pages/3, held, dups)
+	if dups > held {
+		t.Errorf("%d duplicate fetches, want at most the %d entries the killed process had", dups, held)
+	}
+	if l, err := st.Len(t.Context()); err != nil || l.Total() != 0 {
+		t.Errorf("queue after the crawl: Len() = %+v, %v, want empty", l, err)
+	}
+}
+
+// expireConsumer moves the lease deadlines of the consumers whose names
+// contain mark to now, in every partition of st, and returns how many
+// entries those consumers had pending (held or released).
+func expireConsumer(t *testing.T, st *Store, mark string) int {
+	t.Helper()
+	ctx := t.Context()
+	n := 0
+	for _, part := range st.parts {
+		consumers, err := st.rdb.XInfoConsumers(ctx, part.key("queue"), group).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range consumers {
+			if !strings.Contains(c.Name, mark) {
+				continue
+			}
+			pend, err := st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+				Stream: part.key("queue"), Group: group, Consumer: c.Name, Start: "-", End: "+", Count: 100000,
+			}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pend {
+				// Only leases still held: a released entry has no deadline.
+				if err := st.rdb.ZAddXX(ctx, part.key("expiry"), redis.Z{Score: 0, Member: p.ID}).Err(); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	return n
 }
