@@ -36,6 +36,18 @@
 # leave the rest of the file alone; the other scenarios rewrite the rest and
 # keep that section.
 #
+# The cluster scenario (SCENARIOS=cluster; the magpie build only, opt-in)
+# sets one Redis against a Redis Cluster of 3 masters with a replica each
+# (both started here on free loopback ports, or $REDIS_ADDR and
+# $CLUSTER_ADDRS): the visited set's and the frontier's bytes on the cluster
+# (the redisstore ClusterVisitedMemory test), then pages/s of 1 and 3 worker
+# processes (magpie-redis, $CL_P threads each, default 8) on a site of
+# $CL_HOSTS hosts (default 20) × $CL_PAGES pages (default 250; QUICK: 20)
+# with 50 ms latency, and queue operations/s (magpie-redis-ops: Push 10,
+# Lease 10, Ack, for $OPS_FOR, default 10s; QUICK: 3s) of 1 and 3 processes
+# of 4 goroutines, each on the node and on the cluster. Its results replace
+# only the "## Redis Cluster" section of $OUT.
+#
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
 # the brief's sizes is throughput at latency 5 ms with P=1, which is crawled
@@ -58,6 +70,8 @@ if [[ $QUICK == 1 ]]; then
 	MEM_PAGES=${MEM_PAGES:-10000}
 	FRONTIER=${FRONTIER:-50000}
 	REDIS_PAGES=${REDIS_PAGES:-500}
+	CL_PAGES=${CL_PAGES:-20}
+	OPS_FOR=${OPS_FOR:-3s}
 else
 	RUNS=${RUNS:-3}
 	TP_PAGES=${TP_PAGES:-20000}
@@ -68,7 +82,12 @@ else
 	MEM_PAGES=${MEM_PAGES:-200000}
 	FRONTIER=${FRONTIER:-1000000}
 	REDIS_PAGES=${REDIS_PAGES:-5000}
+	CL_PAGES=${CL_PAGES:-250}
+	OPS_FOR=${OPS_FOR:-10s}
 fi
+CL_HOSTS=${CL_HOSTS:-20}
+CL_P=${CL_P:-8}
+CLUSTER_ADDRS=${CLUSTER_ADDRS:-}
 REDIS_P=${REDIS_P:-"8 4"}
 TP_LATENCIES=${TP_LATENCIES:-"0ms 5ms"}
 TP_PS=${TP_PS:-"1 8 64"}
@@ -85,8 +104,9 @@ CRAWL_TIMEOUT=${CRAWL_TIMEOUT:-15m}
 bin=$(mktemp -d)
 site_pid=""
 redis_pid=""
+cluster_pids=""
 cleanup() {
-	for pid in $site_pid $redis_pid; do
+	for pid in $site_pid $redis_pid $cluster_pids; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
@@ -236,6 +256,67 @@ storage_scenario() {
 	done
 }
 
+# start_cluster — sets $cluster_addrs (comma separated): $CLUSTER_ADDRS, or a
+# Redis Cluster of our own: 3 masters and 3 replicas on free loopback ports
+# (their bus ports, +10000, free too) that save nothing to disk.
+start_cluster() {
+	[[ -n ${cluster_addrs:-} ]] && return
+	if [[ -n $CLUSTER_ADDRS ]]; then
+		cluster_addrs=$CLUSTER_ADDRS
+		return
+	fi
+	local port addrs=() p
+	for port in $(seq 17100 17199); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+		(exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null && continue
+		addrs+=("127.0.0.1:$port")
+		[[ ${#addrs[@]} == 6 ]] && break
+	done
+	for a in "${addrs[@]}"; do
+		p=${a##*:}
+		redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes --cluster-config-file "$bin/nodes-$p.conf" \
+			--cluster-node-timeout 2000 --save '' --appendonly no --dir "$bin" >"$bin/cluster-$p.log" 2>&1 &
+		cluster_pids="$cluster_pids $!"
+	done
+	for a in "${addrs[@]}"; do
+		for _ in $(seq 100); do
+			redis-cli -h 127.0.0.1 -p "${a##*:}" ping >/dev/null 2>&1 && break
+			sleep 0.05
+		done
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$bin/cluster-create.log" 2>&1
+	for _ in $(seq 200); do
+		redis-cli -h 127.0.0.1 -p "${addrs[0]##*:}" cluster info | grep -q cluster_state:ok && break
+		sleep 0.05
+	done
+	cluster_addrs=$(IFS=,; echo "${addrs[*]}")
+}
+
+# cluster_scenario — see the header. The memory figures go to
+# $bin/cluster-mem.txt for the report.
+cluster_scenario() {
+	start_redis
+	start_cluster
+	echo "  cluster: redisstore ClusterVisitedMemory against $cluster_addrs" >&2
+	(cd .. && MAGPIE_REDIS_CLUSTER_ADDRS=$cluster_addrs MAGPIE_REDIS_MEMTEST=1 \
+		go test -count=1 -run ClusterVisitedMemory -v ./storage/redisstore/) >"$bin/cluster-mem.out" 2>&1 || true
+	grep -E 'bytes/' "$bin/cluster-mem.out" | sed 's/^ *//' >"$bin/cluster-mem.txt" || true
+	start_site -hosts "$CL_HOSTS" -pages "$CL_PAGES" -size 16 -links 10 -latency 50ms
+	local where
+	for run in $(seq "$RUNS"); do
+		for where in node cluster; do
+			local target=(-redis "$redis_addr")
+			[[ $where == cluster ]] && target=(-redis-cluster "$cluster_addrs")
+			for n in 1 3; do
+				crawl cluster "$where: ${CL_HOSTS}h×${CL_PAGES}p lat=50ms P=$CL_P/proc" 0 "$run" magpie-redis \
+					-p "$CL_P" -procs "$n" -hosts "${bases// /,}" "${target[@]}"
+				crawl cluster "$where: queue ops for $OPS_FOR, 4 goroutines/proc" 0 "$run" magpie-redis-ops \
+					-p 4 -procs "$n" -ops-for "$OPS_FOR" "${target[@]}"
+			done
+		done
+	done
+}
+
 # The queue-on-Redis crawlers need a Redis server in every scenario.
 redis_addr=""
 if [[ " $IMPLS " == *" magpie-queue-redis"* ]]; then
@@ -272,6 +353,10 @@ for sc in $SCENARIOS; do
 		[[ $MAGPIE == 1 ]] || { echo "the storage scenario needs MAGPIE=1" >&2; exit 2; }
 		storage_scenario
 		;;
+	cluster)
+		[[ $MAGPIE == 1 ]] || { echo "the cluster scenario needs MAGPIE=1" >&2; exit 2; }
+		cluster_scenario
+		;;
 	*)
 		echo "unknown scenario $sc" >&2
 		exit 2
@@ -285,8 +370,10 @@ cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 machine="$(nproc) cores (${cpu:-unknown CPU}), ${mem_gb} GB RAM, $(go version | cut -d' ' -f3-)"
 main_jsonl=$bin/main.jsonl
 storage_jsonl=$bin/storage.jsonl
-grep -v '"scenario":"storage"' "$JSONL" >"$main_jsonl" || true
+cluster_jsonl=$bin/cluster.jsonl
+grep -v -e '"scenario":"storage"' -e '"scenario":"cluster"' "$JSONL" >"$main_jsonl" || true
 grep '"scenario":"storage"' "$JSONL" >"$storage_jsonl" || true
+grep '"scenario":"cluster"' "$JSONL" >"$cluster_jsonl" || true
 
 # The storage section of $OUT: kept as it is unless this run has one.
 old_storage=$bin/old-storage.md
@@ -296,7 +383,11 @@ old_storage=$bin/old-storage.md
 # command that produced them) are kept as they are, after the rest.
 kept=$bin/kept.md
 : >"$kept"
-[[ -f $OUT ]] && awk '/^## / {k = !/^## Storage/} k' "$OUT" >"$kept"
+[[ -f $OUT ]] && awk '/^## / {k = !/^## Storage/ && !/^## Redis Cluster/} k' "$OUT" >"$kept"
+# The Redis Cluster section: kept as it is unless this run has one.
+cluster_md=$bin/old-cluster.md
+: >"$cluster_md"
+[[ -f $OUT ]] && awk '/^## / {s = /^## Redis Cluster/} s' "$OUT" >"$cluster_md"
 
 main_md=$bin/main.md
 if [[ -s $main_jsonl ]]; then
@@ -364,6 +455,34 @@ if [[ -s $storage_jsonl ]]; then
 		"$bin/report" <"$storage_jsonl"
 	} >"$storage_md"
 fi
+if [[ -s $cluster_jsonl ]]; then
+	cluster_md=$bin/cluster.md
+	{
+		echo "## Redis Cluster"
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "- machine: $machine"
+		echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), runs per cell: $RUNS (medians shown)"
+		echo "- command: \`QUICK=$QUICK RUNS=$RUNS CL_HOSTS=$CL_HOSTS CL_PAGES=$CL_PAGES CL_P=$CL_P OPS_FOR=$OPS_FOR SCENARIOS=cluster bench/run.sh\`"
+		[[ -n $NOTE ]] && echo "- note: $NOTE"
+		echo
+		echo "node = one redis-server (\`--save ''\`); cluster = 3 masters with one replica each (6 redis-servers,"
+		echo "\`redis-cli --cluster create --cluster-replicas 1\`), all on this machine, the frontier in 3 partitions (the"
+		echo "default: one per master), pushes and acknowledgements waiting for the replica. Crawl rows (magpie-redis):"
+		echo "a parent seeds the queue and starts procs worker processes, each \`queue.New(P, redisstore)\` +"
+		echo "\`SetStorage(redisstore)\`; ideal pages/s = procs × P ÷ 50 ms. Queue rows (magpie-redis-ops): procs worker"
+		echo "processes of 4 goroutines each loop over Push(10 entries for 20 hosts), Lease(10), Ack; \"pages\" are the"
+		echo "queue operations (calls) completed and pages/s is queue operations per second."
+		echo
+		if [[ -s $bin/cluster-mem.txt ]]; then
+			echo "Memory on the cluster (\`MAGPIE_REDIS_MEMTEST=1 go test -run ClusterVisitedMemory -v ./storage/redisstore/\`):"
+			echo
+			sed 's/^/    /' "$bin/cluster-mem.txt"
+			echo
+		fi
+		"$bin/report" <"$cluster_jsonl"
+	} >"$cluster_md"
+fi
 {
 	cat "$main_md"
 	if [[ -s $storage_md ]]; then
@@ -371,6 +490,10 @@ fi
 		[[ -n $(tail -c1 "$main_md") ]] && echo
 		[[ -z $(tail -n1 "$main_md") ]] || echo
 		cat "$storage_md"
+	fi
+	if [[ -s $cluster_md ]]; then
+		echo
+		cat "$cluster_md"
 	fi
 	if [[ -s $kept ]]; then
 		echo

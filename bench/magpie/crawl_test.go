@@ -54,7 +54,7 @@ func TestCrawlEveryPageOnce(t *testing.T) {
 	for _, impl := range harness.Names(impls) {
 		// The storage scenario's crawls stop at a frontier size or run
 		// worker processes; TestFrontier covers the first kind.
-		if strings.HasPrefix(impl, "magpie-frontier-") || impl == "magpie-redis" {
+		if strings.HasPrefix(impl, "magpie-frontier-") || strings.HasPrefix(impl, "magpie-redis") {
 			continue
 		}
 		for _, p := range []int{1, 8} {

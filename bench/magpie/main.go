@@ -11,7 +11,8 @@
 //	              as the queue's storage and the visited set
 //
 // and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
-// magpie-frontier-mem and magpie-redis.
+// magpie-frontier-mem and magpie-redis, and magpie-redis-ops (cluster.go:
+// queue operations per second, on one Redis or a Redis Cluster).
 //
 // -cpuprofile and -memprofile write pprof profiles of the crawl itself (flag
 // parsing and the result line excluded).
@@ -47,6 +48,8 @@ var impls = map[string]harness.CrawlFunc{
 	"magpie-frontier-sqlite": profiled(crawlFrontierSQLite),
 	"magpie-frontier-mem":    profiled(crawlFrontierMemory),
 	"magpie-redis":           crawlRedis,
+	// Queue operations per second on Redis, no crawl (cluster.go).
+	"magpie-redis-ops": redisOps,
 }
 
 // profiled wraps a crawl with the profiles asked for; harness.Main has

@@ -159,7 +159,7 @@ func openFreshRedis(ctx context.Context, prefix string) (st *redisstore.Store, _
 	if prefix == "" {
 		prefix = "magpie-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	st, err = redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: prefix})
+	st, err = redisstore.New(redisOptions(prefix))
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -222,13 +222,18 @@ func crawlRedis(ctx context.Context, cfg harness.Config, n *harness.Counters) er
 	if err := q.AddURL(cfg.Seed); err != nil {
 		return err
 	}
+	return runWorkers(ctx, cfg, n, "magpie-redis", prefix)
+}
 
+// runWorkers starts -procs copies of this command as workers of impl on the
+// crawl under prefix and waits for them; their pages add up in n.
+func runWorkers(ctx context.Context, cfg harness.Config, n *harness.Counters, impl, prefix string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	args := []string{"-impl", "magpie-redis", "-worker", "-redis", *redisAddr, "-prefix", prefix,
-		"-p", strconv.Itoa(cfg.P), "-url", cfg.Seed, "-hosts", strings.Join(cfg.Hosts, ",")}
+	args := []string{"-impl", impl, "-worker", "-redis", *redisAddr, "-redis-cluster", *redisCluster, "-prefix", prefix,
+		"-ops-for", opsFor.String(), "-no-replica-wait=" + strconv.FormatBool(*noWait), "-p", strconv.Itoa(cfg.P), "-url", cfg.Seed, "-hosts", strings.Join(cfg.Hosts, ",")}
 	if cfg.Polite {
 		args = append(args, "-delay", cfg.Delay.String(), "-host-par", strconv.Itoa(cfg.HostPar))
 	}
@@ -298,7 +303,7 @@ func redisWorker(ctx context.Context, cfg harness.Config, n *harness.Counters) e
 	if *redisPrefix == "" {
 		return errors.New("-worker needs -prefix")
 	}
-	st, err := redisstore.New(redisstore.Options{Addr: *redisAddr, Prefix: *redisPrefix})
+	st, err := redisstore.New(redisOptions(*redisPrefix))
 	if err != nil {
 		return err
 	}

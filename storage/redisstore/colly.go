@@ -49,6 +49,39 @@ func (s *Store) removeVisitedTTL(ctx context.Context, ids []uint64) error {
 	return s.wrap("remove visited", err)
 }
 
+// pushUnvisitedTTL is PushUnvisited with expiring marks: it looks the keys
+// up (one pipelined EXISTS each) and pushes the absent ones. Not atomic
+// with the lookup, which costs nothing here: PushUnvisited marks nothing,
+// and a second copy of an entry is refused as visited when it is leased.
+func (s *Store) pushUnvisitedTTL(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
+	pushed := make([]bool, len(data))
+	if len(data) == 0 {
+		return pushed, nil
+	}
+	p := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = p.Exists(ctx, s.ttlKey(k))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, s.wrap("push unvisited", err)
+	}
+	todo := make([][]byte, 0, len(data))
+	for i, c := range cmds {
+		if c.Val() == 0 {
+			pushed[i] = true
+			todo = append(todo, data[i])
+		}
+	}
+	if len(todo) == 0 {
+		return pushed, nil
+	}
+	if err := s.Push(ctx, todo...); err != nil {
+		return nil, err
+	}
+	return pushed, nil
+}
+
 // Storage is a Store configured the way Colly's redisstorage.Storage is, so
 // that a Colly program keeps its literal and changes only the import:
 //

@@ -157,3 +157,26 @@ func TestConformanceVisitedTTL(t *testing.T) {
 		return newTestStore(t, Options{VisitedTTL: time.Hour})
 	})
 }
+
+// With expiring marks, PushUnvisited looks at those marks (not the sets of
+// permanent ones), on one stream and on a partitioned frontier: a queue
+// run's links to pages it fetched are not pushed again.
+func TestPushUnvisitedTTL(t *testing.T) {
+	for _, parts := range []int{1, 3} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) {
+			s := newTestStore(t, Options{VisitedTTL: time.Hour, Partitions: parts})
+			ctx := t.Context()
+			if _, err := s.AddVisited(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.PushUnvisited(ctx, []uint64{1, 2}, [][]byte{[]byte(`{"URL":"http://a.test/1"}`), []byte(`{"URL":"http://b.test/2"}`)})
+			if err != nil || len(got) != 2 || got[0] || !got[1] {
+				t.Fatalf("PushUnvisited(visited 1, new 2) = %v, %v; want [false true], nil", got, err)
+			}
+			n, err := s.Len(ctx)
+			if err != nil || n.Ready != 1 {
+				t.Errorf("Len() after pushing one = %+v, %v; want 1 ready", n, err)
+			}
+		})
+	}
+}

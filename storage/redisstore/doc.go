@@ -14,8 +14,24 @@
 //	P:expiry          ZSET stream ID of held leases, scored by expiry (server ms)
 //	P:delayed         ZSET stream ID of released entries, scored by not-before
 //	P:c:<host>        STRING of a host's cookies (newline-joined Set-Cookie lines)
-//	P:slots:<host>    ZSET of HostLimiter's parallelism slots, scored by expiry (ms)
-//	P:next:<host>     STRING, HostLimiter: the host's next allowed start (server µs)
+//	P:slots:{<host>}  ZSET of HostLimiter's parallelism slots, scored by expiry (ms)
+//	P:next:{<host>}   STRING, HostLimiter: the host's next allowed start (server µs)
+//	P:partitions      STRING, the frontier's partition count, set by the first Store
+//	P:visited-shards  STRING, the visited set's shard count, set by the first Store
+//
+// A partitioned frontier (Options.Partitions above 1, or any Store on a
+// Redis Cluster) has, for each partition i, the four queue keys above under
+// one hash tag, P:{P:q<i>.<j>}:queue and so on, where j is the first number
+// that puts partition i in the i-th n-th of the cluster's slots (one
+// partition per master of a cluster made by redis-cli --cluster create).
+// An entry goes to the partition of its URL's host; lease IDs read
+// "<i>/<stream ID>:<token>". Lease asks the partitions in turn from a
+// cursor that moves on every call, until it has n entries, so every
+// process takes from every partition and none waits on a partition another
+// process owns (a process that dies owns nothing). Push order holds per
+// partition, so per host: a Lease that draws from several partitions
+// orders its entries by stream ID, which a partitioned Store sets from its
+// clock and a counter, so that entries pushed together keep their order.
 //
 // Queue operations are Lua scripts, so each is atomic however many Stores
 // run. An entry stays in the stream, and in the group's pending list once
@@ -33,8 +49,21 @@
 // process, the LimitRules' Delay and Parallelism hold for all processes
 // together. One script takes a host's slot and its next start at once.
 //
-// In Redis Cluster the queue's keys must share a slot: put a hash tag in
-// the prefix ("{crawl1}").
+// Redis Cluster: pass a ClusterClient to NewFromClient, or
+// Options.ClusterAddrs to New, with a prefix without a hash tag. Each
+// partition's keys share a slot, so its scripts run on one master; each
+// visited shard is one key, hashed whole, so the visited set spreads over
+// every slot; HostLimiter's keys carry the host as hash tag. The links of a
+// page are checked with one SMISMEMBER per visited shard they fall in,
+// pipelined (one round trip to each master), then pushed with one script
+// per partition they go to, at once. Pushes and acknowledgements return
+// once a replica of their master has them (WAIT), unless the master has no
+// replica or Options.NoReplicaWait is set: a master killed after answering
+// then loses neither a link (a lost push) nor an acknowledgement (which
+// would leave the entry leased by a consumer that no longer holds it until
+// the lease expired). A lease or a visited mark lost with a master makes
+// at most a second fetch. A prefix with a hash tag ("{crawl1}", the advice
+// of earlier versions) keeps every key in one slot, as before.
 //
 // Every Redis error is returned wrapped; a server that is down gives an
 // error, never a panic. Store does not implement storage.QueueNotifier:

@@ -107,8 +107,10 @@ func (h *HostLimiter) Acquire(ctx context.Context, host string, delay time.Durat
 	if parallelism > 0 {
 		token = strconv.FormatUint(rand.Uint64(), 36)
 	}
-	slots := h.s.prefix + ":slots:" + host
-	res, err := acquireScript.Run(ctx, h.s.rdb, []string{slots, h.s.prefix + ":next:" + host},
+	// The host is the keys' hash tag: in a cluster both are in one slot,
+	// so the script may take them together.
+	slots := h.s.prefix + ":slots:{" + host + "}"
+	res, err := acquireScript.Run(ctx, h.s.rdb, []string{slots, h.s.prefix + ":next:{" + host + "}"},
 		max(parallelism, 0), max(delay.Microseconds(), 0), h.slotTTL.Milliseconds(), token).Int64Slice()
 	if err != nil {
 		return nil, 0, h.s.wrap("host limiter acquire", err)

@@ -172,6 +172,9 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	if s.parts != nil {
+		return s.pushParts(ctx, data)
+	}
 	if len(data) == 0 {
 		return nil
 	}
@@ -199,6 +202,9 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	}
 	if n < 1 || ttl <= 0 {
 		return nil, fmt.Errorf("redisstore: lease(%d, %v): %w", n, ttl, ErrInvalidArgument)
+	}
+	if s.parts != nil {
+		return s.leaseParts(ctx, n, ttl)
 	}
 	token := strconv.FormatUint(rand.Uint64(), 36)
 	ttlMs := (ttl + time.Millisecond - 1).Milliseconds()
@@ -247,6 +253,9 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	if s.parts != nil {
+		return s.ackParts(ctx, ids)
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -283,6 +292,9 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 	if err := s.check(); err != nil {
 		return err
 	}
+	if s.parts != nil {
+		return s.releaseParts(ctx, id, notBefore)
+	}
 	sid, tok, ok := parseLeaseID(id)
 	if !ok {
 		return fmt.Errorf("redisstore: release %q: %w", id, storage.ErrUnknownLease)
@@ -309,6 +321,9 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
 	if err := s.check(); err != nil {
 		return storage.QueueLen{}, err
+	}
+	if s.parts != nil {
+		return s.lenParts(ctx)
 	}
 	v, err := lenScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("expiry"), s.key("delayed")}).Int64Slice()
 	if err != nil {
@@ -355,6 +370,9 @@ func parseStreamID(id string) (ms, seq uint64) {
 func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 	if err := s.check(); err != nil {
 		return err
+	}
+	if s.parts != nil {
+		return s.releaseUnheldParts(ctx, held)
 	}
 	keep := make(map[string]bool, len(held))
 	for _, id := range held {
@@ -494,6 +512,9 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 	if ttl <= 0 {
 		return fmt.Errorf("redisstore: renew(%v): %w", ttl, ErrInvalidArgument)
 	}
+	if s.parts != nil {
+		return s.renewParts(ctx, ttl, ids)
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -514,6 +535,9 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
 	if err := s.check(); err != nil {
 		return err
+	}
+	if s.parts != nil {
+		return s.releaseBatchParts(ctx, notBefore, ids)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -546,6 +570,12 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 	}
 	if len(keys) != len(data) {
 		return nil, fmt.Errorf("redisstore: push unvisited: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(data))
+	}
+	if s.ttl > 0 {
+		return s.pushUnvisitedTTL(ctx, keys, data)
+	}
+	if s.parts != nil {
+		return s.pushUnvisitedParts(ctx, keys, data)
 	}
 	pushed := make([]bool, len(data))
 	if len(data) == 0 {

@@ -17,7 +17,10 @@ import (
 // its own, a Store would take the wiped queue for an empty one and a crawl
 // would end as if finished. The epoch key is that mark: a random value set
 // by the first Store of a crawl and adopted by the others (and by a Store
-// reopened on the same prefix), which CheckReset compares.
+// reopened on the same prefix), which CheckReset compares. A partitioned
+// frontier has one epoch key per partition, under the partition's hash tag,
+// so that on a cluster a master that comes back empty is noticed whichever
+// partitions it held.
 
 var _ storage.ResetDetector = (*Store)(nil)
 
@@ -31,8 +34,13 @@ return ARGV[1]
 `)
 
 // adoptEpoch reads the crawl's epoch, setting a fresh one when there is
-// none, and remembers it.
+// none, and remembers it; the same for each partition.
 func (s *Store) adoptEpoch(ctx context.Context) error {
+	for _, p := range s.parts {
+		if err := p.adoptEpoch(ctx); err != nil {
+			return err
+		}
+	}
 	fresh := strconv.FormatUint(rand.Uint64(), 36)
 	v, err := epochScript.Run(ctx, s.rdb, []string{s.key("epoch")}, fresh).Text()
 	if err != nil {
@@ -61,7 +69,12 @@ func (s *Store) CheckReset(ctx context.Context) error {
 	}
 	if p := s.epoch.Load(); p == nil || *p != v {
 		return fmt.Errorf("redisstore: the crawl's keys under %q are gone (a server restarted without persistence, or the keys deleted): %w",
-			s.prefix, storage.ErrStoreReset)
+			s.prefix+":"+s.tag, storage.ErrStoreReset)
+	}
+	for _, p := range s.parts {
+		if err := p.CheckReset(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

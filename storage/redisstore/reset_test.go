@@ -202,3 +202,35 @@ func TestCheckReset(t *testing.T) {
 		t.Errorf("ReleaseUnheld() on a queue never used = %v, want nil", err)
 	}
 }
+
+// A partitioned frontier keeps an epoch per partition, under its hash tag:
+// losing one partition's keys (on a cluster, one master that came back
+// empty) is a reset, noticed by the crawl's Store and by the partition's
+// own pending-entry reads.
+func TestCheckResetPartition(t *testing.T) {
+	s := newTestStore(t, Options{Partitions: 3})
+	ctx := t.Context()
+	if err := s.CheckReset(ctx); err != nil {
+		t.Fatalf("CheckReset() on a fresh partitioned crawl = %v, want nil", err)
+	}
+	other, err := New(Options{Addr: redisAddr(t), Prefix: s.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.CheckReset(ctx); err != nil {
+		t.Fatalf("CheckReset() of a second Store adopting the partitions = %v, want nil", err)
+	}
+	lost := s.parts[1]
+	if err := s.rdb.Del(ctx, lost.key("epoch")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*Store{"crawl's Store": s, "second Store": other, "partition": lost} {
+		if err := st.CheckReset(ctx); !errors.Is(err, storage.ErrStoreReset) {
+			t.Errorf("%s: CheckReset() after one partition's keys are gone = %v, want ErrStoreReset", name, err)
+		}
+	}
+	if err := s.parts[0].CheckReset(ctx); err != nil {
+		t.Errorf("CheckReset() of an intact partition = %v, want nil", err)
+	}
+}

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // politeDelay is the shared crawl's LimitRule.Delay.
@@ -29,7 +32,13 @@ func TestHelperPoliteCrawler(t *testing.T) {
 	if prefix == "" {
 		t.Skip("helper process for TestSharedPoliteness")
 	}
-	s, err := New(Options{Addr: redisAddr(t), Prefix: prefix})
+	o := Options{Prefix: prefix}
+	if addrs := os.Getenv("MAGPIE_POLITE_CLUSTER"); addrs != "" {
+		o.ClusterAddrs = strings.Split(addrs, ",")
+	} else {
+		o.Addr = redisAddr(t)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +70,45 @@ func TestHelperPoliteCrawler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var calls callCounter
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// Counted where they go out: a node's client (durable pushes and
+		// acknowledgements use one directly).
+		cc.OnNewNode(func(c *redis.Client) { c.AddHook(&calls) })
+		if err := cc.ForEachShard(context.Background(), func(_ context.Context, c *redis.Client) error {
+			c.AddHook(&calls)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.rdb.AddHook(&calls)
+	}
 	if err := q.Run(c); err != nil {
 		t.Fatal(err)
+	}
+	// Every call this process made to Redis, for the parent's figures.
+	fmt.Printf("CALLS %d %d\n", calls.cmds.Load(), calls.pipes.Load())
+}
+
+// callCounter is a go-redis hook counting the round trips a client makes:
+// single commands (a script is one) and pipelines (on a cluster, counted
+// per node they go to).
+type callCounter struct{ cmds, pipes atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.pipes.Add(1)
+		return next(ctx, cmds)
 	}
 }
 
@@ -83,11 +129,23 @@ type politeSite struct {
 	inflight []int
 	maxIn    []int
 	who      [][]string
+	// calls and pipes add up the crawler processes' Redis calls (crawlOn).
+	calls, pipes int64
+	// total counts page fetches; reached, when set, is closed at the
+	// reachAt-th.
+	total   int
+	reachAt int
+	reached chan struct{}
 }
 
 func newPoliteSite(t *testing.T, pages int) *politeSite {
 	t.Helper()
-	const n = 3
+	return newPoliteSiteN(t, pages, 3)
+}
+
+// newPoliteSiteN is newPoliteSite over n servers (page i on server i%n).
+func newPoliteSiteN(t *testing.T, pages, n int) *politeSite {
+	t.Helper()
 	s := &politeSite{pages: pages, counts: map[int]int{}, arrivals: make([][]time.Time, n),
 		sent: make([][]time.Time, n), who: make([][]string, n),
 		inflight: make([]int, n), maxIn: make([]int, n)}
@@ -120,6 +178,10 @@ func (s *politeSite) serve(k int, w http.ResponseWriter, r *http.Request) {
 		s.sent[k] = append(s.sent[k], time.Unix(0, ns))
 	}
 	s.counts[i]++
+	s.total++
+	if s.reached != nil && s.total == s.reachAt {
+		close(s.reached)
+	}
 	s.inflight[k]++
 	s.maxIn[k] = max(s.maxIn[k], s.inflight[k])
 	s.mu.Unlock()
@@ -158,7 +220,12 @@ func gaps(ts []time.Time) []time.Duration {
 // host, in µs on the Redis server's clock (none without SharedLimits).
 func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 	t.Helper()
-	st := newTestStore(t, Options{})
+	return s.crawlOn(t, newTestStore(t, Options{}), shared, nil)
+}
+
+// crawlOn is crawl on the crawl of st; the crawler processes get env too.
+func (s *politeSite) crawlOn(t *testing.T, st *Store, shared bool, env []string) map[string][]int64 {
+	t.Helper()
 	q, err := queue.New(1, st)
 	if err != nil {
 		t.Fatal(err)
@@ -166,13 +233,18 @@ func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 	if err := q.AddURL(s.url(0)); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
 	const procs = 3
 	errs := make(chan error, procs)
 	outs := make([]*strings.Builder, procs)
 	for p := range procs {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
+		// A crawl that hangs is killed, and reported, rather than left to
+		// the test binary's timeout.
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperPoliteCrawler$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "MAGPIE_POLITE_PREFIX="+st.prefix, fmt.Sprintf("MAGPIE_POLITE_NAME=proc%d", p),
 			fmt.Sprintf("MAGPIE_POLITE_SHARED=%d", map[bool]int{false: 0, true: 1}[shared]))
+		cmd.Env = append(cmd.Env, env...)
 		out := &strings.Builder{}
 		outs[p] = out
 		cmd.Stdout, cmd.Stderr = out, out
@@ -199,6 +271,11 @@ func (s *politeSite) crawl(t *testing.T, shared bool) map[string][]int64 {
 			var at int64
 			if n, _ := fmt.Sscanf(line, "GRANT %s %d", &host, &at); n == 2 {
 				grants[host] = append(grants[host], at)
+			}
+			var cmds, pipes int64
+			if n, _ := fmt.Sscanf(line, "CALLS %d %d", &cmds, &pipes); n == 2 {
+				s.calls += cmds
+				s.pipes += pipes
 			}
 		}
 	}

@@ -48,13 +48,35 @@ type Options struct {
 	// included). 0 means no limit.
 	MaxSize int
 	// VisitedShards is the number of sets holding visited IDs; 0 means
-	// DefaultVisitedShards. Every Store of a crawl must use the same value.
+	// DefaultVisitedShards. Keep it above the crawl's URLs ÷ 250, so that
+	// every set stays a compact intset. The first Store to open a crawl
+	// records it in Redis and later ones adopt it; a different non-zero
+	// value fails with ErrLayoutMismatch.
 	VisitedShards int
 	// VisitedTTL, when positive, makes each visited mark expire that long
 	// after it was made, so a later round crawls the URL again (Colly's
 	// redisstorage Expires). See colly.go. Every Store of a crawl must use
 	// the same setting.
 	VisitedTTL time.Duration
+	// ClusterAddrs, when set, makes New connect to a Redis Cluster through
+	// these seed nodes (host:port; one is enough, more survive one being
+	// down) instead of Addr. Password applies; DB does not (a cluster has
+	// one database). NewFromClient ignores it.
+	ClusterAddrs []string
+	// Partitions splits the frontier into this many queues, each a stream
+	// with its lease keys under one hash tag; an entry goes to the
+	// partition of its URL's host. 0 means one per master of a cluster
+	// client, and 1 (the single stream of earlier versions) otherwise. The
+	// first Store to open a crawl records the count in Redis and later ones
+	// adopt it; a different non-zero value fails with ErrLayoutMismatch.
+	// With more than one partition, MaxSize holds per partition (MaxSize
+	// divided by the count, rounded up).
+	Partitions int
+	// NoReplicaWait makes pushes and acknowledgements on a cluster return
+	// without waiting for a replica of their master to confirm them (see
+	// the package doc): fewer round trips, but a master that dies right
+	// after answering may take the last links pushed to it with it.
+	NoReplicaWait bool
 }
 
 // Store keeps a crawl's visited set, cookies and queue in Redis, shared by
@@ -70,22 +92,49 @@ type Store struct {
 	shards    uint64
 	ttl       time.Duration // Options.VisitedTTL
 	consumer  string
-	closed    atomic.Bool
 	// epoch is the crawl's epoch as this Store adopted it (see reset.go).
 	epoch atomic.Pointer[string]
+	// closed is shared with the partitions' Stores.
+	closed *atomic.Bool
+
+	// tag is "" for the crawl's Store and, for one of its partitions, the
+	// hash tag section every key of the partition's queue carries
+	// ("{magpie:q1.4}:", see partitionTag).
+	tag string
+	// parts are the partitions of a partitioned frontier, nil for the
+	// single stream of earlier versions; each is a Store whose queue keys
+	// carry its tag. See partition.go.
+	parts []*Store
+	// cursor picks the partition the next Lease tries first.
+	cursor atomic.Uint64
+	// leaseErr is a Lease failure to report on the next Lease (leaseParts).
+	leaseErr atomic.Pointer[error]
+	// seq numbers the entries this Store pushes to partitions (pushIDs).
+	seq atomic.Uint64
+	// cluster is set for a cluster client and a prefix without a hash tag:
+	// the keys are spread over the slots, and pushes wait for a replica
+	// unless noWait.
+	cluster bool
+	noWait  bool
 }
 
-// New connects to the server in opts. It fails when the server cannot be
-// reached, so a typo in Addr is found at once.
+// New connects to the server in opts (Addr), or to the cluster
+// (ClusterAddrs). It fails when the server cannot be reached, so a typo in
+// Addr is found at once.
 func New(opts Options) (*Store, error) {
-	if opts.Addr == "" {
+	if opts.Addr == "" && len(opts.ClusterAddrs) == 0 {
 		return nil, fmt.Errorf("%w: empty Addr", ErrInvalidArgument)
 	}
 	// No client-side retries: the queue scripts are not idempotent (a Lease
 	// re-run after a lost reply would grant entries nobody knows of), and
 	// magpie's queue runs retry failed operations themselves, with backoff,
 	// reporting the outage (see magpie.ErrStorageUnavailable).
-	rdb := redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB, MaxRetries: -1})
+	var rdb redis.UniversalClient
+	if len(opts.ClusterAddrs) > 0 {
+		rdb = newClusterClient(opts)
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: opts.Addr, Password: opts.Password, DB: opts.DB, MaxRetries: -1})
+	}
 	s, err := NewFromClient(rdb, opts)
 	if err != nil {
 		rdb.Close()
@@ -95,28 +144,41 @@ func New(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// NewFromClient uses an existing client (a Client, ClusterClient or
-// FailoverClient), which Close leaves open: the caller owns it.
+// NewFromClient uses an existing client, which Close leaves open: the
+// caller owns it. Any redis.UniversalClient serves: a Client (one server), a
+// FailoverClient (Sentinel) or a ClusterClient; with a ClusterClient and a
+// prefix without a hash tag the crawl's keys are spread over the cluster
+// (see Options.Partitions and the package doc). Give the client the
+// settings New uses, so that it never sends a command twice (a script re-run
+// after a lost reply is not idempotent): MaxRetries -1 and, for a cluster,
+// MaxRedirects -1.
 func NewFromClient(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
 	}
-	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.VisitedTTL < 0 {
-		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards or VisitedTTL", ErrInvalidArgument)
+	if opts.MaxSize < 0 || opts.VisitedShards < 0 || opts.Partitions < 0 || opts.VisitedTTL < 0 {
+		return nil, fmt.Errorf("%w: negative MaxSize, VisitedShards, Partitions or VisitedTTL", ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, shards: uint64(opts.VisitedShards), ttl: opts.VisitedTTL}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, maxSize: opts.MaxSize, ttl: opts.VisitedTTL, closed: new(atomic.Bool), noWait: opts.NoReplicaWait}
 	if s.prefix == "" {
 		s.prefix = "magpie"
 	}
-	if s.shards == 0 {
-		s.shards = DefaultVisitedShards
-	}
 	host, _ := os.Hostname()
 	s.consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(rand.Uint64()>>32, 36)
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: connect: %w", err)
 	}
-	if err := s.adoptEpoch(context.Background()); err != nil {
+	shards, err := agreeCount(ctx, rdb, s.key("visited-shards"), "VisitedShards", opts.VisitedShards, DefaultVisitedShards)
+	if err != nil {
+		return nil, err
+	}
+	s.shards = uint64(shards)
+	if err := s.partition(ctx, opts.Partitions); err != nil {
+		return nil, err
+	}
+	if err := s.adoptEpoch(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: connect: %w", err)
 	}
 	return s, nil
@@ -156,6 +218,9 @@ func (s *Store) Close() error {
 // releaseOwn releases every entry in this consumer's pending list whose
 // lease is still held, a page at a time.
 func (s *Store) releaseOwn(ctx context.Context) error {
+	if s.parts != nil {
+		return s.releaseOwnParts(ctx)
+	}
 	start := "-"
 	for {
 		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -241,7 +306,7 @@ func unlink(ctx context.Context, c redis.UniversalClient, keys []string) error {
 	return err
 }
 
-func (s *Store) key(name string) string { return s.prefix + ":" + name }
+func (s *Store) key(name string) string { return s.prefix + ":" + s.tag + name }
 
 func (s *Store) check() error {
 	if s == nil {
@@ -261,6 +326,12 @@ func (s *Store) wrap(op string, err error) error {
 	}
 	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("redisstore: %s: %w", op, storage.ErrClosed)
+	}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// A master may have failed over: find the slots' masters anew
+		// (in the background, once however many calls fail) rather than
+		// wait for the client's periodic reload.
+		cc.ReloadState(context.Background())
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }

@@ -213,6 +213,7 @@ var titles = map[string]string{
 	"rate":       "Rate accuracy (one host; ideal = 1 / Delay)",
 	"memory":     "Memory",
 	"storage":    "Frontier memory and Redis worker processes",
+	"cluster":    "One Redis against a Redis Cluster",
 }
 
 func write(w io.Writer, rows []*row) error {
@@ -224,8 +225,8 @@ func write(w io.Writer, rows []*row) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, sc := range scenarios {
-		if sc == "storage" {
-			writeStorage(bw, rows)
+		if sc == "storage" || sc == "cluster" {
+			writeStorage(bw, rows, sc)
 			continue
 		}
 		polite := sc == "politeness" || sc == "rate"
@@ -274,15 +275,22 @@ func write(w io.Writer, rows []*row) error {
 	return bw.Flush()
 }
 
-// writeStorage writes the storage scenario's table: frontier size and peak
-// RSS of the frontier crawls, and the multi-process crawl's pages/s against
-// the same crawl with one process.
-func writeStorage(bw *bufio.Writer, rows []*row) {
-	fmt.Fprintf(bw, "### %s\n\n", titles["storage"])
-	fmt.Fprintln(bw, "| scenario | impl | procs | runs | pages | errors | dup fetches | frontier reached | wall s | pages/s | CPU s | peak RSS MB | pages/s ÷ 1 proc |")
-	fmt.Fprintln(bw, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+// writeStorage writes the storage scenario's table (and the cluster
+// scenario's, sc): frontier size and peak RSS of the frontier crawls, and
+// the multi-process crawl's pages/s against the same crawl with one process
+// (and, for the cluster, against the same row on one node).
+func writeStorage(bw *bufio.Writer, rows []*row, sc string) {
+	fmt.Fprintf(bw, "### %s\n\n", titles[sc])
+	head := "| scenario | impl | procs | runs | pages | errors | dup fetches | frontier reached | wall s | pages/s | CPU s | peak RSS MB | pages/s ÷ 1 proc |"
+	sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	if sc == "cluster" {
+		head += " pages/s cluster ÷ node |"
+		sep += "--:|"
+	}
+	fmt.Fprintln(bw, head)
+	fmt.Fprintln(bw, sep)
 	for _, r := range rows {
-		if r.scenario != "storage" {
+		if r.scenario != sc {
 			continue
 		}
 		runs := fmt.Sprint(r.runs)
@@ -301,8 +309,20 @@ func writeStorage(bw *bufio.Writer, rows []*row) {
 		if r.frontier > 0 {
 			frontier = fmt.Sprintf("%.0f", r.frontier)
 		}
-		fmt.Fprintf(bw, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.2f | %.1f | %s |\n",
+		fmt.Fprintf(bw, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.2f | %.1f | %s |",
 			r.label, r.impl, procs, runs, r.pages, r.errs, r.dups, frontier, r.wall, r.pps, r.cpu, r.rss, vsOne)
+		if sc == "cluster" {
+			vsNode := ""
+			if node, ok := strings.CutPrefix(r.label, "cluster: "); ok {
+				for _, o := range rows {
+					if o.scenario == sc && o.label == "node: "+node && o.impl == r.impl && o.procs == r.procs && o.pps > 0 {
+						vsNode = fmt.Sprintf("%.2f", r.pps/o.pps)
+					}
+				}
+			}
+			fmt.Fprintf(bw, " %s |", vsNode)
+		}
+		fmt.Fprintln(bw)
 	}
 	fmt.Fprintln(bw)
 }
