@@ -344,7 +344,6 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	opts := []magpie.CollectorOption{
 		magpie.Async(true),
 		magpie.MaxDepth(cfg.depth),
-		magpie.StdlibContext(ctx),
 		// URLs from the internet must not make the crawler reach the
 		// machine's own or its network's services.
 		magpie.DenyPrivateNetworks(allow...),
@@ -360,6 +359,11 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	if len(deny) > 0 {
 		opts = append(opts, magpie.DisallowedURLFilters(deny...))
+	}
+	if cfg.state == nil {
+		// A queue run takes ctx itself: when it ends, requests in flight
+		// are released back to the state file rather than failed.
+		opts = append(opts, magpie.StdlibContext(ctx))
 	}
 	if cfg.userAgent != "" {
 		opts = append(opts, magpie.UserAgent(cfg.userAgent))
