@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -667,4 +669,151 @@ func TestCLIProgressAndSummary(t *testing.T) {
 			t.Errorf("summary does not match %s:\n%s", re, r.stderr)
 		}
 	}
+}
+
+// requireChromium skips the test when no browser is installed, or fails it
+// when MAGPIE_REQUIRE_CHROMIUM=1 (as CI sets), as the render package's
+// tests do.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return
+		}
+	}
+	if os.Getenv("MAGPIE_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("MAGPIE_REQUIRE_CHROMIUM=1 but no chromium on PATH (install the chromium package)")
+	}
+	t.Skip("skipping: no chromium on PATH (install chromium to run the rendering tests)")
+}
+
+// Issue 19 point 6: --render loads pages in headless Chromium, so links
+// that scripts add are followed.
+func TestCLIRender(t *testing.T) {
+	requireChromium(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>home</title></head><body><script>
+			var a = document.createElement("a"); a.href = "/from-script"; a.textContent = "js";
+			document.body.appendChild(a);</script></body></html>`)
+	})
+	mux.HandleFunc("/from-script", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>made by script</title>`)
+	})
+	site := httptest.NewServer(mux)
+	t.Cleanup(site.Close)
+	for _, tc := range []struct {
+		flags []string
+		want  []string
+	}{
+		{nil, []string{"/"}},
+		{[]string{"--render"}, []string{"/", "/from-script"}},
+	} {
+		t.Run(strings.Join(append([]string{"plain"}, tc.flags...), " "), func(t *testing.T) {
+			cmd := cliCommand(t, "", append([]string{"crawl", site.URL + "/", "--allow-loopback", "-q"}, tc.flags...)...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // the browser profile goes away with the test
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			r := exitResult(t, cmd.Run(), &stdout, &stderr)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			var got []string
+			for u := range urlsOf(jsonLines(t, r.stdout)) {
+				got = append(got, strings.TrimPrefix(u, site.URL))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("crawled %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Issue 19 point 8: a progress line fits the terminal: at 60 columns it
+// stays under 60 characters, parts left out rather than wrapped.
+func TestProgressLineFitsWidth(t *testing.T) {
+	c := counts{pages: 123456, failed: map[string]int{"http 404": 4321}, skipped: map[string]int{"already visited (skipped)": 987654}}
+	full := progressLine(c, 5000, 93*time.Second, 0)
+	for _, want := range []string{"123456 pages", "4321 failed", "5000 queued", "987654 skipped", "pages/s", "93s"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("progressLine() = %q, want it to contain %q", full, want)
+		}
+	}
+	for _, width := range []int{200, 80, 60, 40, 20, 5, 1} {
+		line := progressLine(c, 5000, 93*time.Second, width)
+		if len(line) > max(width-1, 0) {
+			t.Errorf("progressLine(width %d) = %q (%d chars), want at most %d", width, line, len(line), width-1)
+		}
+		if width >= 40 && (!strings.Contains(line, "123456 pages") || !strings.Contains(line, "4321 failed")) {
+			t.Errorf("progressLine(width %d) = %q, want pages and failures kept", width, line)
+		}
+		if strings.ContainsAny(line, "\r\n") {
+			t.Errorf("progressLine(width %d) = %q holds a line break", width, line)
+		}
+	}
+	if got := progressLine(c, 5000, 93*time.Second, 200); got != full {
+		t.Errorf("progressLine(width 200) = %q, want the full line %q", got, full)
+	}
+}
+
+// Issue 19 point 8: progress to a writer that is not a terminal is one plain
+// line per report, without carriage returns or escapes.
+func TestProgressPlainWhenNotATerminal(t *testing.T) {
+	buf := &syncBuffer{wrote: make(chan struct{}, 100)}
+	live, _ := terminal(buf)
+	if live {
+		t.Fatal("a buffer was taken for a terminal")
+	}
+	tl := &tally{}
+	tl.page()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		progress(ctx, buf, tl, time.Now(), time.Millisecond, live, nil, func() int { return 2 })
+	}()
+	deadline := time.After(time.Minute)
+	for range 3 {
+		select {
+		case <-deadline:
+			t.Fatal("no progress lines written")
+		case <-buf.wrote:
+		}
+	}
+	cancel()
+	<-done
+	out := buf.String()
+	if strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("progress to a pipe = %q, want no carriage returns or escapes", out)
+	}
+	if !strings.HasPrefix(out, "  1 pages  0 failed  2 queued  0 skipped") {
+		t.Errorf("progress line = %q", strings.SplitN(out, "\n", 2)[0])
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader; each
+// write is announced on wrote when there is room.
+type syncBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

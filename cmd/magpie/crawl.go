@@ -49,8 +49,8 @@ page: {url, status, title, depth, links}, or with --field the fields given.
 Start URLs come from the arguments and from --list (a file, or - for
 standard input, one URL a line). The crawl fails (exit status 1) when a start
 URL cannot be fetched; failures further in are counted in the summary.
-Connection errors, timeouts, 429 and 5xx answers are retried (--retries),
-after the server's Retry-After when it sends one.`,
+Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
+(--retries), not before the server's Retry-After when it sends one.`,
 		Example: `  magpie crawl https://example.com/ -o pages.jsonl
   magpie crawl https://example.com/docs/ --include '/docs/' --exclude-ext gz,zip --max-pages 500
   magpie crawl https://shop.example/ --field title=h1 --field price=.price -o - --format csv
@@ -77,8 +77,8 @@ after the server's Retry-After when it sends one.`,
 	fs.StringVarP(&f.userAgent, "user-agent", "A", "", "User-Agent header (robots.txt rules are matched against it)")
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, `extra request header "Name: value" (repeatable)`)
 	fs.StringVar(&f.proxy, "proxy", "", "send every request through this proxy (http://, https:// or socks5:// URL)")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each request, body included")
-	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 429 or 5xx (0: none)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each request, body included (0: none)")
+	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 408, 425, 429, 500, 502, 503 or 504 (0: none)")
 	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
 	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume")
@@ -95,6 +95,9 @@ after the server's Retry-After when it sends one.`,
 type fieldFlags []field
 
 func (f *fieldFlags) String() string {
+	if len(*f) == 0 {
+		return ""
+	}
 	parts := make([]string, len(*f))
 	for i, fl := range *f {
 		parts[i] = fl.name + "=" + fl.css

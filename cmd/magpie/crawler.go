@@ -36,7 +36,7 @@ type crawlConfig struct {
 	userAgent string
 	headers   map[string]string
 	proxy     string
-	timeout   time.Duration // per request; 0 keeps the library's default
+	timeout   time.Duration // per request, body included; 0: no bound
 	retries   int           // extra tries after a failed one; 0: none
 	maxPages  int           // 0: no limit
 	// include: followed links must match one (start URLs always pass);
@@ -386,9 +386,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 		opts = append(opts, magpie.WithFetcher(cfg.fetcher))
 	}
 	c := magpie.NewCollector(opts...)
-	if cfg.timeout > 0 {
-		c.SetRequestTimeout(cfg.timeout)
-	}
+	c.SetRequestTimeout(cfg.timeout)
 	if cfg.proxy != "" {
 		if err := c.SetProxy(cfg.proxy); err != nil {
 			return magpie.Stats{}, usagef("--proxy: %w", err)
