@@ -817,3 +817,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Issue 19 point 8: on a real terminal (a pseudo-terminal made by script(1))
+// of 50 columns the live progress line is rewritten in place and never
+// wider than the terminal.
+func TestCLILiveProgressFitsTerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("skipping: script(1) is not installed (util-linux)")
+	}
+	bin := magpieBinary(t)
+	cmd := cliCommand(t, "")
+	cmd.Path, cmd.Args = scriptBin, []string{"script", "-qec", "stty cols 50 rows 20; " + bin + " demo --latency 100ms", "/dev/null"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	r := exitResult(t, cmd.Run(), &stdout, &stderr)
+	if r.code != 0 {
+		t.Fatalf("exit %d; output:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	live := 0
+	for _, seg := range strings.Split(strings.ReplaceAll(r.stdout, "\r\n", "\n"), "\r") {
+		seg, _, _ = strings.Cut(seg, "\n")
+		if !strings.Contains(seg, "pages") || strings.Contains(seg, "crawled") {
+			continue
+		}
+		live++
+		if seg = strings.ReplaceAll(seg, "\x1b[K", ""); len(seg) > 49 {
+			t.Errorf("progress line %q is %d columns, want at most 49 on a 50-column terminal", seg, len(seg))
+		}
+	}
+	if live == 0 {
+		t.Errorf("no live progress line on the terminal:\n%q", r.stdout)
+	}
+}
