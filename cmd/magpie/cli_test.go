@@ -17,57 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// Issue 19 point 1: -o names a FIFO, /dev/stdout or /dev/null: the items are
-// written to it, it is never replaced, and no extension is needed.
-func TestCLIOutputToNonRegularFiles(t *testing.T) {
-	site := newPagesSite(t, 3, nil)
-	t.Run("fifo", func(t *testing.T) {
-		fifo := filepath.Join(t.TempDir(), "items")
-		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-			t.Skipf("mkfifo: %v", err)
-		}
-		got := make(chan string, 1)
-		go func() {
-			f, err := os.Open(fifo) // blocks until magpie opens it for writing
-			if err != nil {
-				got <- "open: " + err.Error()
-				return
-			}
-			defer f.Close()
-			got <- readAll(f)
-		}()
-		r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "-o", fifo)
-		if r.code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
-		}
-		wantPages(t, jsonLines(t, <-got), site.URL, 3)
-		st, err := os.Lstat(fifo)
-		if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
-			t.Errorf("after the crawl %s is %v (err %v), want the FIFO still there", fifo, st.Mode(), err)
-		}
-	})
-	t.Run("/dev/stdout", func(t *testing.T) {
-		r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "-o", "/dev/stdout")
-		if r.code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
-		}
-		wantPages(t, jsonLines(t, r.stdout), site.URL, 3)
-	})
-	t.Run("/dev/null", func(t *testing.T) {
-		r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "-o", "/dev/null", "--format", "csv")
-		if r.code != 0 || r.stdout != "" {
-			t.Fatalf("exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
-		}
-		if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-			t.Fatalf("/dev/null is now %v (%v)", st.Mode(), err)
-		}
-	})
-}
 
 // Issue 19 points 2 and 3: a crawl that cannot start leaves an existing
 // output file exactly as it was (content, mode, no temporary file beside it),
@@ -848,5 +800,24 @@ func TestCLILiveProgressFitsTerminal(t *testing.T) {
 	}
 	if live == 0 {
 		t.Errorf("no live progress line on the terminal:\n%q", r.stdout)
+	}
+}
+
+// Issue 19 point 6: resuming (--state) into an existing CSV file is refused
+// before anything runs: replacing it would lose the earlier runs' items.
+func TestCLIStateKeepsEarlierCSV(t *testing.T) {
+	dir := t.TempDir()
+	state, out := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "items.csv")
+	for _, name := range []string{state, out} {
+		if err := os.WriteFile(name, []byte("url\nhttp://example.test/\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "", "crawl", "http://example.test/", "--state", state, "-o", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "can only add to a .jsonl file") {
+		t.Errorf("exit %d, stderr %q; want 2 and why", r.code, r.stderr)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "url\nhttp://example.test/\n" {
+		t.Errorf("items.csv = %q, want it untouched", data)
 	}
 }

@@ -195,6 +195,8 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	switch {
 	case f.depth < 0, f.maxPages < 0, f.retries < 0, f.parallel < 1:
 		return cfg, usagef("--depth, --max-pages and --retries must be >= 0, --parallel >= 1")
+	case f.scope != "host" && f.scope != "domain" && f.scope != "subdomains":
+		return cfg, usagef("--scope %q: want host, domain or subdomains", f.scope)
 	}
 	return cfg, nil
 }
@@ -221,10 +223,19 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		defer stop()
 	}
 
+	// A state file that exists is a crawl to resume: its JSON lines output
+	// grows instead of being replaced.
 	resuming := false
 	if f.state != "" {
 		_, statErr := os.Stat(f.state)
 		resuming = statErr == nil
+	}
+	out, err := planOutput(f.out, f.format, resuming, cfg.columns(), cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
+	if f.state != "" {
 		store, err := sqlitestore.Open(f.state)
 		if err != nil {
 			return fmt.Errorf("--state: %w", err)
@@ -232,11 +243,6 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		defer store.Close()
 		cfg.state = store
 	}
-	out, err := planOutput(f.out, f.format, resuming, cfg.columns(), cmd.OutOrStdout())
-	if err != nil {
-		return err
-	}
-	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
 	if f.render {
 		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
 		if err != nil {
@@ -248,25 +254,15 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 
 	t := &tally{}
 	began := time.Now()
-	var metrics *http.Server
-	var served chan struct{}
-	stopProgress := func() {}
+	stopMetrics, stopProgress := func() {}, func() {}
 	started := false
 	cfg.onStart = func(c *magpie.Collector) error {
 		if f.metrics != "" {
-			ln, err := net.Listen("tcp", f.metrics)
+			stop, err := serveMetrics(f.metrics, c, stderr)
 			if err != nil {
-				return fmt.Errorf("--metrics: %w", err)
+				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("GET /metrics", mprom.Handler(c))
-			metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			served = make(chan struct{})
-			go func() {
-				defer close(served)
-				_ = metrics.Serve(ln) // ErrServerClosed once the crawl is done
-			}()
-			fmt.Fprintf(stderr, "metrics on http://%s/metrics\n", ln.Addr())
+			stopMetrics = stop
 		}
 		stopProgress = startProgress(stderr, t, began, f.quiet, 200*time.Millisecond, func() int { return c.Stats().Pending })
 		started = true
@@ -274,10 +270,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	}
 	stats, crawlErr := crawl(ctx, cfg, t, out.Processor())
 	stopProgress()
-	if metrics != nil {
-		_ = metrics.Close()
-		<-served
-	}
+	stopMetrics()
 	var ue *usageError
 	if errors.As(crawlErr, &ue) {
 		return crawlErr
@@ -299,6 +292,28 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return outErr
 	}
 	return errors.Join(crawlErr, outErr)
+}
+
+// serveMetrics serves c's Prometheus metrics at http://addr/metrics until
+// stop is called.
+func serveMetrics(addr string, c *magpie.Collector, stderr io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", mprom.Handler(c))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // ErrServerClosed once the crawl is done
+	}()
+	fmt.Fprintf(stderr, "metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		_ = srv.Close()
+		<-served
+	}, nil
 }
 
 // errMaxDuration is the cause of a crawl stopped by --max-duration.

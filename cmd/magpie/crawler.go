@@ -321,22 +321,92 @@ func extensionFilter(exts []string) *regexp.Regexp {
 
 // crawl crawls from cfg.starts and calls emit for every item. The error
 // names the start URLs that could not be fetched, or what kept the crawl
-// from running; ctx's error when it ended the crawl.
+// from running; ctx's cause when it ended the crawl.
 func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProcessor) (magpie.Stats, error) {
-	if len(cfg.starts) == 0 {
-		return magpie.Stats{}, usagef("missing URL: magpie crawl URL... (or --list FILE)")
+	parsed, err := parseStarts(cfg.starts)
+	if err != nil {
+		return magpie.Stats{}, err
 	}
-	var parsed []*url.URL
-	for _, s := range cfg.starts {
+	c, err := newCollector(ctx, cfg, parsed)
+	if err != nil {
+		return magpie.Stats{}, err
+	}
+	st := newStarts(cfg.starts)
+	register(c, cfg, t, st)
+	c.Pipeline(emit)
+	if cfg.onStart != nil {
+		if err := cfg.onStart(c); err != nil {
+			return c.Stats(), err
+		}
+	}
+	var runErr error
+	if cfg.state != nil {
+		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st)
+	} else {
+		for _, u := range st.order {
+			if err := c.Visit(u); err != nil {
+				st.fail(u, err)
+			}
+		}
+		if cfg.sitemaps {
+			for _, u := range sitemapURLs(parsed) {
+				_ = c.VisitSitemap(u) // a refusal reaches OnRefused
+			}
+		}
+		c.Wait()
+	}
+	stats := c.Stats()
+	if err := ctx.Err(); err != nil {
+		return stats, errors.Join(st.err(true), context.Cause(ctx))
+	}
+	return stats, errors.Join(runErr, st.err(false))
+}
+
+// parseStarts checks the start URLs: at least one, each http or https.
+func parseStarts(starts []string) ([]*url.URL, error) {
+	if len(starts) == 0 {
+		return nil, usagef("missing URL: magpie crawl URL... (or --list FILE)")
+	}
+	parsed := make([]*url.URL, 0, len(starts))
+	for _, s := range starts {
 		u, err := url.Parse(s)
 		if err != nil {
-			return magpie.Stats{}, usagef("start URL: %w", err)
+			return nil, usagef("start URL: %w", err)
 		}
 		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return magpie.Stats{}, usagef("start URL %q: want an http or https URL", s)
+			return nil, usagef("start URL %q: want an http or https URL", s)
 		}
 		parsed = append(parsed, u)
 	}
+	return parsed, nil
+}
+
+// newCollector builds the collector cfg describes, for the start URLs.
+func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*magpie.Collector, error) {
+	opts, err := collectorOptions(cfg, starts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.state == nil {
+		// A queue run takes ctx itself: when it ends, requests in flight
+		// are released back to the state file rather than failed.
+		opts = append(opts, magpie.StdlibContext(ctx))
+	}
+	c := magpie.NewCollector(opts...)
+	c.SetRequestTimeout(cfg.timeout)
+	if cfg.proxy != "" {
+		if err := c.SetProxy(cfg.proxy); err != nil {
+			return nil, usagef("--proxy: %w", err)
+		}
+	}
+	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: max(cfg.parallel, 1), Delay: cfg.delay}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// collectorOptions are the options cfg sets.
+func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOption, error) {
 	var allow []netip.Prefix
 	if cfg.allowLoopback {
 		allow = loopback
@@ -348,9 +418,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 		// machine's own or its network's services.
 		magpie.DenyPrivateNetworks(allow...),
 	}
-	scope, err := scopeOptions(cfg.scope, parsed)
+	scope, err := scopeOptions(cfg.scope, starts)
 	if err != nil {
-		return magpie.Stats{}, err
+		return nil, err
 	}
 	opts = append(opts, scope...)
 	deny := append([]*regexp.Regexp(nil), cfg.exclude...)
@@ -359,11 +429,6 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	if len(deny) > 0 {
 		opts = append(opts, magpie.DisallowedURLFilters(deny...))
-	}
-	if cfg.state == nil {
-		// A queue run takes ctx itself: when it ends, requests in flight
-		// are released back to the state file rather than failed.
-		opts = append(opts, magpie.StdlibContext(ctx))
 	}
 	if cfg.userAgent != "" {
 		opts = append(opts, magpie.UserAgent(cfg.userAgent))
@@ -385,46 +450,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	if cfg.fetcher != nil {
 		opts = append(opts, magpie.WithFetcher(cfg.fetcher))
 	}
-	c := magpie.NewCollector(opts...)
-	c.SetRequestTimeout(cfg.timeout)
-	if cfg.proxy != "" {
-		if err := c.SetProxy(cfg.proxy); err != nil {
-			return magpie.Stats{}, usagef("--proxy: %w", err)
-		}
-	}
-	parallel := max(cfg.parallel, 1)
-	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: parallel, Delay: cfg.delay}); err != nil {
-		return magpie.Stats{}, err
-	}
-	st := newStarts(cfg.starts)
-	register(c, cfg, t, st)
-	c.Pipeline(emit)
-	if cfg.onStart != nil {
-		if err := cfg.onStart(c); err != nil {
-			return c.Stats(), err
-		}
-	}
-	var runErr error
-	if cfg.state != nil {
-		runErr = runFromState(ctx, c, cfg.state, parallel, st)
-	} else {
-		for _, u := range st.order {
-			if err := c.Visit(u); err != nil {
-				st.fail(u, err)
-			}
-		}
-		if cfg.sitemaps {
-			for _, u := range sitemapURLs(parsed) {
-				_ = c.VisitSitemap(u) // a refusal reaches OnRefused
-			}
-		}
-		c.Wait()
-	}
-	stats := c.Stats()
-	if err := ctx.Err(); err != nil {
-		return stats, errors.Join(st.err(true), context.Cause(ctx))
-	}
-	return stats, errors.Join(runErr, st.err(false))
+	return opts, nil
 }
 
 // sitemapURLs are /sitemap.xml of each start URL's origin.

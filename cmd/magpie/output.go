@@ -100,7 +100,13 @@ func planOutput(path, format string, appendLines bool, columns []string, stdout 
 			return nil, fmt.Errorf("-o %s: %s is not a directory", o.path, dir)
 		}
 	}
-	if appendLines && o.format == feed.JSONLines {
+	if appendLines {
+		if o.format != feed.JSONLines {
+			if _, err := os.Stat(o.path); err == nil {
+				// Replacing it would lose the items of the runs before.
+				return nil, usagef("-o %s: a resumed crawl (--state) can only add to a .jsonl file; give a new file name", o.path)
+			}
+		}
 		o.opts = append(o.opts, feed.Append())
 	}
 	return o, nil
