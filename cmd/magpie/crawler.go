@@ -138,6 +138,9 @@ func (e *startError) Unwrap() []error { return e.errs }
 
 // hint suggests the flag that lifts a refusal.
 func hint(err error) string {
+	if blocked, ok := errors.AsType[*magpie.BlockedAddressError](err); ok && !blocked.Addr.IsLoopback() {
+		return " (private networks are refused)"
+	}
 	switch {
 	case errors.Is(err, magpie.ErrPrivateNetwork):
 		return " (private networks are refused; pass --allow-loopback to crawl 127.0.0.0/8 and ::1)"
