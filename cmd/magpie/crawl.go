@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,7 +215,6 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	if len(cfg.starts) == 0 {
 		return usagef("missing URL: magpie crawl URL... (or --list FILE)")
 	}
-	stderr := cmd.ErrOrStderr()
 	ctx, cancel := context.WithCancelCause(cmd.Context())
 	defer cancel(nil)
 	if f.maxDuration > 0 {
@@ -222,38 +222,15 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		ctx, stop = context.WithTimeoutCause(ctx, f.maxDuration, errMaxDuration)
 		defer stop()
 	}
-
-	// A state file that exists is a crawl to resume: its JSON lines output
-	// grows instead of being replaced.
-	resuming := false
-	if f.state != "" {
-		_, statErr := os.Stat(f.state)
-		resuming = statErr == nil
-	}
-	out, err := planOutput(f.out, f.format, resuming, cfg.columns(), cmd.OutOrStdout())
+	out, closeAll, err := f.open(&cfg, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}
+	defer closeAll()
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
-	if f.state != "" {
-		store, err := sqlitestore.Open(f.state)
-		if err != nil {
-			return fmt.Errorf("--state: %w", err)
-		}
-		defer store.Close()
-		cfg.state = store
-	}
-	if f.render {
-		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
-		if err != nil {
-			return fmt.Errorf("--render: %w", err)
-		}
-		defer r.Close()
-		cfg.fetcher = r
-	}
 
-	t := &tally{}
-	began := time.Now()
+	stderr := cmd.ErrOrStderr()
+	t, began := &tally{}, time.Now()
 	stopMetrics, stopProgress := func() {}, func() {}
 	started := false
 	cfg.onStart = func(c *magpie.Collector) error {
@@ -271,18 +248,16 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	stats, crawlErr := crawl(ctx, cfg, t, out.Processor())
 	stopProgress()
 	stopMetrics()
-	var ue *usageError
-	if errors.As(crawlErr, &ue) {
+	if _, ok := errors.AsType[*usageError](crawlErr); ok {
 		return crawlErr
 	}
-	interrupted := cmd.Context().Err() != nil
 	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
 	outErr := out.finish(succeeded)
 	if started && (!f.quiet || crawlErr != nil) {
 		summary(stderr, t, time.Since(began), stats.Retries)
 	}
 	switch {
-	case interrupted:
+	case cmd.Context().Err() != nil:
 		if f.state != "" {
 			fmt.Fprintf(stderr, "the rest of the crawl is kept in %s: run the same command again to resume\n", f.state)
 		}
@@ -292,6 +267,45 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return outErr
 	}
 	return errors.Join(crawlErr, outErr)
+}
+
+// open checks the output and opens what the crawl needs besides: the state
+// file and the browser. closeAll closes them.
+func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, closeAll func(), err error) {
+	// A state file that exists is a crawl to resume: its JSON lines output
+	// grows instead of being replaced.
+	resuming := false
+	if f.state != "" {
+		_, statErr := os.Stat(f.state)
+		resuming = statErr == nil
+	}
+	if out, err = planOutput(f.out, f.format, resuming, cfg.columns(), stdout); err != nil {
+		return nil, nil, err
+	}
+	var closers []func() error
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			_ = c()
+		}
+	}
+	if f.state != "" {
+		store, err := sqlitestore.Open(f.state)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--state: %w", err)
+		}
+		closers = append(closers, store.Close)
+		cfg.state = store
+	}
+	if f.render {
+		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--render: %w", err)
+		}
+		closers = append(closers, r.Close)
+		cfg.fetcher = r
+	}
+	return out, closeAll, nil
 }
 
 // serveMetrics serves c's Prometheus metrics at http://addr/metrics until
