@@ -829,3 +829,49 @@ func TestCLIStateKeepsEarlierCSV(t *testing.T) {
 		t.Errorf("items.csv = %q, want it untouched", data)
 	}
 }
+
+// A start URL that redirects is judged by where it lands: fetched there,
+// the crawl succeeds; a 404 there fails it, naming the start URL.
+func TestCLIStartURLRedirects(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/old", http.RedirectHandler("/home", http.StatusMovedPermanently))
+	mux.Handle("/lost", http.RedirectHandler("/nowhere", http.StatusFound))
+	mux.HandleFunc("/home", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<title>home</title>") })
+	site := httptest.NewServer(mux)
+	t.Cleanup(site.Close)
+
+	r := cli(t, "", "crawl", site.URL+"/old", "--allow-loopback", "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if got := urlsOf(jsonLines(t, r.stdout)); got[site.URL+"/home"] != 1 || len(got) != 1 {
+		t.Errorf("crawled %v, want the redirect's target once", got)
+	}
+	r = cli(t, "", "crawl", site.URL+"/lost", "--allow-loopback", "-q")
+	if r.code != 1 || !strings.Contains(r.stderr, "start URL "+site.URL+"/lost: ") || !strings.Contains(r.stderr, "404") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 1 naming %s/lost and its 404", r.code, r.stderr, site.URL)
+	}
+}
+
+// Issue 19 point 9: the repository has a license and the README says how
+// to install the command.
+func TestLicenseAndInstallLine(t *testing.T) {
+	license, err := os.ReadFile("../../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "Copyright 2026 The magpie authors"} {
+		if !bytes.Contains(license, []byte(want)) {
+			t.Errorf("LICENSE lacks %q", want)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"go install github.com/magpiecrawl/magpie/cmd/magpie@latest", "## Command line"} {
+		if !bytes.Contains(readme, []byte(want)) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+}
