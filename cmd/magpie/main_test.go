@@ -25,9 +25,12 @@ const (
 
 func TestDemo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"demo", "-quiet", "-latency", "0"}, strings.NewReader(""), &stdout, &stderr)
+	code := run(t.Context(), []string{"demo", "-latency", "0"}, strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("run(demo) = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stderr.String(), "\r\x1b") {
+		t.Errorf("demo progress to a non-terminal holds carriage returns or escapes:\n%q", stderr.String())
 	}
 	if want := "demo: 39 pages crawled"; !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout = %q, want it to contain %q; stderr:\n%s", stdout.String(), want, stderr.String())
