@@ -19,7 +19,8 @@ import (
 	"time"
 )
 
-// binDir holds the magpie binary the CLI tests run, built once on first use.
+// The magpie binary the CLI tests run, built once on first use into binDir
+// (removed by TestMain).
 var (
 	buildOnce sync.Once
 	binDir    string
@@ -66,9 +67,9 @@ type result struct {
 	stdout, stderr string
 }
 
-// cli runs the binary with args in dir (a temporary directory when "")
-// and stdin, and waits for it (at most two minutes: a crawl that hangs fails
-// the test instead of the whole run).
+// cli runs the binary with args and stdin in a temporary directory, and
+// waits for it (at most two minutes: a crawl that hangs fails the test
+// instead of the whole run).
 func cli(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	cmd := cliCommand(t, stdin, args...)
