@@ -1,59 +1,123 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
-	"sort"
+	"regexp"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/andybalholm/cascadia"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/magpiecrawl/magpie"
-	"github.com/magpiecrawl/magpie/feed"
 	mprom "github.com/magpiecrawl/magpie/metrics/prometheus"
+	"github.com/magpiecrawl/magpie/render"
+	"github.com/magpiecrawl/magpie/storage/sqlitestore"
 )
 
-// crawlConfig is what both commands crawl with.
-type crawlConfig struct {
-	start    string
-	depth    int
-	parallel int
-	delay    time.Duration
-	// allowLoopback lets the crawl reach loopback addresses, which the
-	// private-network guard refuses otherwise.
-	allowLoopback bool
-	// fields, when set, make each page's item {url, fields...} instead of
-	// a pageRecord; follow selects the links followed (default a[href]).
-	fields []field
-	follow string
-	// onStart, when set, is given the collector before the crawl starts;
-	// an error stops the crawl before it begins.
-	onStart func(*magpie.Collector) error
+// crawlFlags are the flags of magpie crawl.
+type crawlFlags struct {
+	depth, parallel, retries, maxPages int
+	delay, timeout, maxDuration        time.Duration
+	out, format, follow, metrics       string
+	userAgent, proxy, scope, state     string
+	list, config                       string
+	fields                             fieldFlags
+	headers, include, exclude          []string
+	excludeExt                         []string
+	quiet, allowLoopback, ignoreRobots bool
+	sitemaps, render                   bool
 }
 
-// field is one -field NAME=CSS[@attr]: the text (or attribute) of the first
-// element CSS matches.
-type field struct{ name, css, attr string }
+func newCrawlCommand() *cobra.Command {
+	f := &crawlFlags{}
+	cmd := &cobra.Command{
+		Use:   "crawl URL... [flags]",
+		Short: "crawl sites and write one item per page",
+		Long: `Crawl follows the links of the start URLs within their scope (by default the
+start URL's host, at any depth), obeying robots.txt, and writes one item per
+page: {url, status, title, depth, links}, or with --field the fields given.
 
-// fieldFlags collects repeated -field flags.
+Start URLs come from the arguments and from --list (a file, or - for
+standard input, one URL a line). The crawl fails (exit status 1) when a start
+URL cannot be fetched; failures further in are counted in the summary.
+Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
+(--retries), not before the server's Retry-After when it sends one.`,
+		Example: `  magpie crawl https://example.com/ -o pages.jsonl
+  magpie crawl https://example.com/docs/ --include '/docs/' --exclude-ext gz,zip --max-pages 500
+  magpie crawl https://shop.example/ --field title=h1 --field price=.price -o - --format csv
+  magpie crawl --list urls.txt --scope domain --state crawl.db -o pages.jsonl`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCrawl(cmd, f, args)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVarP(&f.out, "output", "o", "-", `write the items to FILE (.jsonl, .csv or .json); "-" is standard output`)
+	fs.StringVar(&f.format, "format", "", "jsonl, csv or json, for -o - and pipes (default: by the file's extension; jsonl)")
+	fs.Var(&f.fields, "field", "NAME=CSS or NAME=CSS@attr: a field of each page's item, the first match's text (or attribute); repeatable, columns in this order")
+	fs.StringVar(&f.follow, "follow", "a[href]", "CSS selector of the links to follow")
+	fs.IntVarP(&f.depth, "depth", "d", 0, "maximum depth, the start page being 1 (0: unlimited)")
+	fs.StringVar(&f.scope, "scope", "host", "what links may be followed: host (the start URL's host), subdomains (and its subdomains) or domain (its registrable domain and all subdomains)")
+	fs.StringArrayVar(&f.include, "include", nil, "follow only links whose URL matches this regexp (repeatable; start URLs always pass)")
+	fs.StringArrayVar(&f.exclude, "exclude", nil, "never fetch a URL that matches this regexp (repeatable)")
+	fs.StringSliceVar(&f.excludeExt, "exclude-ext", nil, "never fetch URLs whose path ends in these extensions (comma-separated, e.g. gz,zip,pdf)")
+	fs.IntVar(&f.maxPages, "max-pages", 0, "stop after this many requests (0: no limit)")
+	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop the crawl after this long (e.g. 10m; 0: no limit)")
+	fs.IntVar(&f.parallel, "parallel", 4, "requests in flight per host")
+	fs.DurationVar(&f.delay, "delay", 0, "least time between two request starts to one host")
+	fs.StringVarP(&f.userAgent, "user-agent", "A", "", "User-Agent header (robots.txt rules are matched against it)")
+	fs.StringArrayVarP(&f.headers, "header", "H", nil, `extra request header "Name: value" (repeatable)`)
+	fs.StringVar(&f.proxy, "proxy", "", "send every request through this proxy (http://, https:// or socks5:// URL)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each request, body included (0: none)")
+	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 408, 425, 429, 500, 502, 503 or 504 (0: none)")
+	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
+	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
+	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume")
+	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
+	fs.StringVarP(&f.list, "list", "l", "", `read start URLs from this file, one a line ("-": standard input)`)
+	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
+	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
+	return cmd
+}
+
+// fieldFlags collects repeated --field flags.
 type fieldFlags []field
 
-func (f *fieldFlags) String() string { return fmt.Sprint(*f) }
+func (f *fieldFlags) String() string {
+	if len(*f) == 0 {
+		return ""
+	}
+	parts := make([]string, len(*f))
+	for i, fl := range *f {
+		parts[i] = fl.name + "=" + fl.css
+		if fl.attr != "" {
+			parts[i] += "@" + fl.attr
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func (f *fieldFlags) Type() string { return "NAME=CSS" }
 
 func (f *fieldFlags) Set(v string) error {
 	name, sel, ok := strings.Cut(v, "=")
 	if !ok || name == "" || sel == "" {
 		return fmt.Errorf("want NAME=CSS or NAME=CSS@attr, got %q", v)
+	}
+	if name == "url" {
+		return errors.New(`field name "url" is taken by the page's URL`)
 	}
 	fl := field{name: name, css: sel}
 	if i := strings.LastIndex(sel, "@"); i > 0 {
@@ -66,302 +130,256 @@ func (f *fieldFlags) Set(v string) error {
 	return nil
 }
 
-// loopback is what -allow-loopback lets through the guard.
-var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
-
-// pageRecord is one line of crawl output.
-type pageRecord struct {
-	URL    string `json:"url"`
-	Status int    `json:"status"`
-	Title  string `json:"title"`
-	Depth  int    `json:"depth"`
-	Links  int    `json:"links"`
-}
-
-// tally counts pages and errors by kind; safe for concurrent use.
-type tally struct {
-	// mu guards pages and errs.
-	mu    sync.Mutex
-	pages int
-	errs  map[string]int
-}
-
-func (t *tally) page() {
-	t.mu.Lock()
-	t.pages++
-	t.mu.Unlock()
-}
-
-func (t *tally) fail(kind string) {
-	t.mu.Lock()
-	if t.errs == nil {
-		t.errs = make(map[string]int)
-	}
-	t.errs[kind]++
-	t.mu.Unlock()
-}
-
-func (t *tally) snapshot() (pages int, errs map[string]int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	errs = make(map[string]int, len(t.errs))
-	for k, v := range t.errs {
-		errs[k] = v
-	}
-	return t.pages, errs
-}
-
-// errorKind names an error for the summary.
-func errorKind(err error) string {
-	var httpErr *magpie.HTTPError
-	var visited *magpie.AlreadyVisitedError
-	switch {
-	case errors.As(err, &httpErr):
-		return fmt.Sprintf("http %d", httpErr.StatusCode)
-	case errors.As(err, &visited):
-		return "already visited (skipped)"
-	case errors.Is(err, magpie.ErrForbiddenDomain):
-		return "other domain (skipped)"
-	case errors.Is(err, magpie.ErrRobotsTxtBlocked):
-		return "blocked by robots.txt"
-	case errors.Is(err, magpie.ErrMaxDepth):
-		return "too deep (skipped)"
-	case errors.Is(err, magpie.ErrUnsupportedScheme):
-		return "not http (skipped)"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	default:
-		return "other"
-	}
-}
-
-// crawl crawls cfg.start's host and calls emit for every page scraped.
-func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProcessor) error {
-	start, err := url.Parse(cfg.start)
-	if err != nil {
-		return fmt.Errorf("start URL: %w", err)
-	}
-	if start.Scheme != "http" && start.Scheme != "https" {
-		return fmt.Errorf("start URL %q: want an http or https URL", cfg.start)
-	}
-	var allow []netip.Prefix
-	if cfg.allowLoopback {
-		allow = loopback
-	}
-	c := magpie.NewCollector(
-		magpie.Async(true),
-		magpie.AllowedDomains(start.Hostname()),
-		magpie.MaxDepth(cfg.depth),
-		magpie.StdlibContext(ctx),
-		// URLs from the internet must not make the crawler reach the
-		// machine's own or its network's services.
-		magpie.DenyPrivateNetworks(allow...),
-	)
-	parallel := max(cfg.parallel, 1)
-	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: parallel, Delay: cfg.delay}); err != nil {
-		return err
-	}
-	c.OnResponse(func(r *magpie.Response) {
-		// Children get a copy of their parent's Context: start each page afresh.
-		r.Ctx.Put("title", "")
-		r.Ctx.Put("links", 0)
-	})
-	c.OnHTML("title", func(e *magpie.HTMLElement) {
-		e.Request.Ctx.Put("title", strings.TrimSpace(e.Text))
-	})
-	follow := cfg.follow
-	if follow == "" {
-		follow = "a[href]"
-	}
-	c.OnHTML(follow, func(e *magpie.HTMLElement) {
-		n, _ := e.Request.Ctx.GetAny("links").(int)
-		e.Request.Ctx.Put("links", n+1)
-		// Refusals (other domain, robots.txt, already visited) reach OnRefused.
-		_ = e.Request.Visit(e.Attr("href"))
-	})
-	if len(cfg.fields) > 0 {
-		// One item per page: its URL and the fields, through the pipeline.
-		c.OnHTML("html", func(e *magpie.HTMLElement) {
-			item := map[string]any{"url": e.Request.URL.String()}
-			for _, f := range cfg.fields {
-				sel := e.DOM.Find(f.css).First()
-				if f.attr != "" {
-					v, _ := sel.Attr(f.attr)
-					item[f.name] = strings.TrimSpace(v)
-				} else {
-					item[f.name] = strings.TrimSpace(sel.Text())
-				}
-			}
-			e.Emit(item)
-		})
-	}
-	c.OnScraped(func(r *magpie.Response) {
-		t.page()
-		if len(cfg.fields) > 0 {
-			return
+// readURLs reads start URLs, one a line; blank lines and lines starting
+// with # are skipped.
+func readURLs(r io.Reader) ([]string, error) {
+	var urls []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
 		}
-		links, _ := r.Ctx.GetAny("links").(int)
-		r.Emit(pageRecord{
-			URL:    r.Request.URL.String(),
-			Status: r.StatusCode,
-			Title:  r.Ctx.Get("title"),
-			Depth:  r.Request.Depth,
-			Links:  links,
-		})
-	})
-	c.Pipeline(emit)
-	c.OnError(func(r *magpie.Response, err error) {
-		t.fail(errorKind(err))
-	})
-	c.OnRefused(func(r *magpie.Request, err error) {
-		t.fail(errorKind(err))
-	})
-	if cfg.onStart != nil {
-		if err := cfg.onStart(c); err != nil {
-			return err
-		}
+		urls = append(urls, line)
 	}
-	if err := c.Visit(cfg.start); err != nil {
-		return err
-	}
-	c.Wait()
-	return ctx.Err()
+	return urls, sc.Err()
 }
 
-// progress prints the tally to w every interval until stop is closed.
-// On a terminal (live) the line is rewritten in place; otherwise each is a
-// line of its own. queue, when set, reports the requests still pending.
-func progress(w io.Writer, t *tally, started time.Time, interval time.Duration, stop <-chan struct{}, live bool, queue func() int) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			pages, errs := t.snapshot()
-			n := 0
-			for _, v := range errs {
-				n += v
-			}
-			el := time.Since(started).Seconds()
-			q := ""
-			if queue != nil {
-				q = fmt.Sprintf("  %4d queued", queue())
-			}
-			end := "\n"
-			if live {
-				end = ""
-				fmt.Fprint(w, "\r")
-			}
-			fmt.Fprintf(w, "  %4d pages  %6.1f pages/s%s  %4d skipped or failed  %6.1fs%s", pages, float64(pages)/max(el, 1e-9), q, n, el, end)
-		}
+// config turns the flags into a crawlConfig.
+func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig, error) {
+	cfg := crawlConfig{
+		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
+		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
+		userAgent: f.userAgent, proxy: f.proxy, timeout: f.timeout, retries: f.retries,
+		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
+		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 	}
-}
-
-// isTerminal reports whether w is a terminal, for a live progress line.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// summary writes the end-of-crawl report.
-func summary(w io.Writer, t *tally, elapsed time.Duration) {
-	pages, errs := t.snapshot()
-	fmt.Fprintf(w, "\ncrawled %d pages in %.2fs (%.0f pages/s)\n", pages, elapsed.Seconds(), float64(pages)/elapsed.Seconds())
-	kinds := make([]string, 0, len(errs))
-	for k := range errs {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
-		fmt.Fprintf(w, "  %-28s %d\n", k, errs[k])
-	}
-}
-
-func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	depth := fs.Int("depth", 3, "maximum depth (the start page is 1; 0 = unlimited)")
-	parallel := fs.Int("parallel", 4, "requests in flight per host")
-	delay := fs.Duration("delay", 0, "least time between two request starts to one host")
-	out := fs.String("o", "", "write the items to this file, as JSON lines (.jsonl), CSV (.csv) or a JSON array (.json); default: JSON lines on standard output")
-	var fields fieldFlags
-	fs.Var(&fields, "field", "NAME=CSS (or NAME=CSS@attr): one field of each page's item, the first match's text (or attribute); repeatable")
-	follow := fs.String("follow", "a[href]", "CSS selector of the links to follow")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
-	quiet := fs.Bool("quiet", false, "no progress line")
-	allowLoopback := fs.Bool("allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
-	// Accept the URL before or after the flags.
-	var start string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		start, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if start == "" && fs.NArg() > 0 {
-		start = fs.Arg(0)
-	}
-	if start == "" {
-		return errors.New("missing URL: magpie crawl URL [flags]")
-	}
-	var exp *feed.Exporter
-	if *out != "" {
-		var err error
-		if exp, err = feed.Create(*out); err != nil {
-			return err
-		}
-	} else {
-		exp = feed.New(stdout, feed.JSONLines)
-	}
-	t := &tally{}
-	began := time.Now()
-	cfg := crawlConfig{start: start, depth: *depth, parallel: *parallel, delay: *delay,
-		allowLoopback: *allowLoopback, fields: fields, follow: *follow}
-	var metrics *http.Server
-	var served chan struct{}
-	stop := make(chan struct{})
-	var progressDone sync.WaitGroup
-	cfg.onStart = func(c *magpie.Collector) error {
-		if *metricsAddr != "" {
-			ln, err := net.Listen("tcp", *metricsAddr)
+	if f.list != "" {
+		var r io.Reader = cmd.InOrStdin()
+		if f.list != "-" {
+			file, err := os.Open(f.list)
 			if err != nil {
-				return fmt.Errorf("-metrics: %w", err)
+				return cfg, fmt.Errorf("--list: %w", err)
 			}
-			mux := http.NewServeMux()
-			mux.Handle("GET /metrics", mprom.Handler(c))
-			metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			served = make(chan struct{})
-			go func() {
-				defer close(served)
-				_ = metrics.Serve(ln) // ErrServerClosed once the crawl is done
-			}()
-			fmt.Fprintf(stderr, "metrics on http://%s/metrics\n", ln.Addr())
+			defer file.Close()
+			r = file
 		}
-		if !*quiet {
-			live := isTerminal(stderr)
-			every := 5 * time.Second
-			if live {
-				every = 200 * time.Millisecond
+		urls, err := readURLs(r)
+		if err != nil {
+			return cfg, fmt.Errorf("--list: %w", err)
+		}
+		cfg.starts = append(cfg.starts[:len(cfg.starts):len(cfg.starts)], urls...)
+	}
+	for _, h := range f.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return cfg, usagef(`--header %q: want "Name: value"`, h)
+		}
+		if cfg.headers == nil {
+			cfg.headers = map[string]string{}
+		}
+		cfg.headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	for _, p := range []struct {
+		flag string
+		src  []string
+		dst  *[]*regexp.Regexp
+	}{{"include", f.include, &cfg.include}, {"exclude", f.exclude, &cfg.exclude}} {
+		for _, s := range p.src {
+			re, err := regexp.Compile(s)
+			if err != nil {
+				return cfg, usagef("--%s: %w", p.flag, err)
 			}
-			progressDone.Go(func() {
-				progress(stderr, t, began, every, stop, live, func() int { return c.Stats().Pending })
-			})
+			*p.dst = append(*p.dst, re)
 		}
+	}
+	switch {
+	case f.depth < 0, f.maxPages < 0, f.retries < 0, f.parallel < 1:
+		return cfg, usagef("--depth, --max-pages and --retries must be >= 0, --parallel >= 1")
+	case f.scope != "host" && f.scope != "domain" && f.scope != "subdomains":
+		return cfg, usagef("--scope %q: want host, domain or subdomains", f.scope)
+	}
+	return cfg, nil
+}
+
+func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
+	if f.config != "" {
+		if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
+			return err
+		}
+	}
+	cfg, err := f.crawlConfig(cmd, args)
+	if err != nil {
+		return err
+	}
+	if len(cfg.starts) == 0 {
+		return usagef("missing URL: magpie crawl URL... (or --list FILE)")
+	}
+	ctx, cancel := context.WithCancelCause(cmd.Context())
+	defer cancel(nil)
+	if f.maxDuration > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, f.maxDuration, errMaxDuration)
+		defer stop()
+	}
+	out, closeAll, err := f.open(&cfg, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
+
+	stderr := cmd.ErrOrStderr()
+	t, began := &tally{}, time.Now()
+	stopMetrics, stopProgress := func() {}, func() {}
+	started := false
+	cfg.onStart = func(c *magpie.Collector) error {
+		if f.metrics != "" {
+			stop, err := serveMetrics(f.metrics, c, stderr)
+			if err != nil {
+				return err
+			}
+			stopMetrics = stop
+		}
+		stopProgress = startProgress(stderr, t, began, f.quiet, 200*time.Millisecond, func() int { return c.Stats().Pending })
+		started = true
 		return nil
 	}
-	err := crawl(ctx, cfg, t, exp.Processor())
-	close(stop)
-	progressDone.Wait()
-	if metrics != nil {
-		_ = metrics.Close()
-		<-served
+	stats, crawlErr := crawl(ctx, cfg, t, out.Processor())
+	stopProgress()
+	stopMetrics()
+	if _, ok := errors.AsType[*usageError](crawlErr); ok {
+		return crawlErr
 	}
-	summary(stderr, t, time.Since(began))
-	return errors.Join(err, exp.Close())
+	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
+	outErr := out.finish(succeeded)
+	if started && (!f.quiet || crawlErr != nil) {
+		summary(stderr, t, time.Since(began), stats.Retries)
+	}
+	switch {
+	case cmd.Context().Err() != nil:
+		if f.state != "" {
+			fmt.Fprintf(stderr, "the rest of the crawl is kept in %s: run the same command again to resume\n", f.state)
+		}
+		return errors.Join(errInterrupted, outErr)
+	case succeeded && errors.Is(crawlErr, errMaxDuration):
+		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
+		return outErr
+	}
+	return errors.Join(crawlErr, outErr)
+}
+
+// open checks the output and opens what the crawl needs besides: the state
+// file and the browser. closeAll closes them.
+func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, closeAll func(), err error) {
+	// A state file that exists is a crawl to resume: its JSON lines output
+	// grows instead of being replaced.
+	resuming := false
+	if f.state != "" {
+		_, statErr := os.Stat(f.state)
+		resuming = statErr == nil
+	}
+	if out, err = planOutput(f.out, f.format, resuming, cfg.columns(), stdout); err != nil {
+		return nil, nil, err
+	}
+	var closers []func() error
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			_ = c()
+		}
+	}
+	if f.state != "" {
+		store, err := sqlitestore.Open(f.state)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--state: %w", err)
+		}
+		closers = append(closers, store.Close)
+		cfg.state = store
+	}
+	if f.render {
+		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--render: %w", err)
+		}
+		closers = append(closers, r.Close)
+		cfg.fetcher = r
+	}
+	return out, closeAll, nil
+}
+
+// serveMetrics serves c's Prometheus metrics at http://addr/metrics until
+// stop is called.
+func serveMetrics(addr string, c *magpie.Collector, stderr io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", mprom.Handler(c))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // ErrServerClosed once the crawl is done
+	}()
+	fmt.Fprintf(stderr, "metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		_ = srv.Close()
+		<-served
+	}, nil
+}
+
+// errMaxDuration is the cause of a crawl stopped by --max-duration.
+var errMaxDuration = errors.New("--max-duration reached")
+
+func hasStartError(err error) bool {
+	var se *startError
+	return errors.As(err, &se)
+}
+
+// applyConfigFile sets the flags a config file names and the command line
+// did not. Each line is "name value", "name=value" or "name" (a boolean),
+// the name with or without its dashes; blank lines and lines starting with
+// # are skipped, and a value may be double-quoted. A repeatable flag may be
+// given on several lines.
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	set := map[*pflag.Flag]bool{} // flags this file set
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, hasValue := line, "", false
+		if i := strings.IndexAny(line, "= \t"); i >= 0 {
+			name, value, hasValue = line[:i], strings.TrimSpace(line[i:]), true
+			value = strings.TrimSpace(strings.TrimPrefix(value, "="))
+		}
+		name = strings.TrimLeft(name, "-")
+		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+			value = value[1 : len(value)-1]
+		}
+		fl := fs.Lookup(name)
+		if fl == nil || name == "config" {
+			return usagef("--config %s:%d: unknown flag %q", path, n+1, name)
+		}
+		if !hasValue {
+			if fl.Value.Type() != "bool" {
+				return usagef("--config %s:%d: %s needs a value", path, n+1, name)
+			}
+			value = "true"
+		}
+		if fl.Changed && !set[fl] {
+			continue // the command line wins
+		}
+		if err := fs.Set(name, value); err != nil {
+			return usagef("--config %s:%d: %v", path, n+1, err)
+		}
+		set[fl] = true
+	}
+	return nil
 }

@@ -25,9 +25,12 @@ const (
 
 func TestDemo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"demo", "-quiet", "-latency", "0"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"demo", "-latency", "0"}, strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("run(demo) = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stderr.String(), "\r\x1b") {
+		t.Errorf("demo progress to a non-terminal holds carriage returns or escapes:\n%q", stderr.String())
 	}
 	if want := "demo: 39 pages crawled"; !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout = %q, want it to contain %q; stderr:\n%s", stdout.String(), want, stderr.String())
@@ -52,7 +55,7 @@ func TestCrawlWritesJSONLines(t *testing.T) {
 	t.Cleanup(func() { _ = shutdown() })
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"crawl", base, "-depth", "2", "-parallel", "2", "-allow-loopback", "-o", out}, &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), []string{"crawl", base, "-depth", "2", "-parallel", "2", "-allow-loopback", "-o", out}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("run(crawl) = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 	f, err := os.Open(out)
@@ -96,7 +99,7 @@ func TestCrawlWritesJSONLines(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"crawl"}, {"crawl", "ftp://x/"}} {
 		var stdout, stderr bytes.Buffer
-		if code := run(t.Context(), args, &stdout, &stderr); code == 0 {
+		if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code == 0 {
 			t.Errorf("run(%q) = 0, want non-zero", args)
 		}
 	}
@@ -111,7 +114,7 @@ func TestCrawlRefusesLoopbackByDefault(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = shutdown() })
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"crawl", base, "-depth", "1"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"crawl", base, "-depth", "1"}, strings.NewReader(""), &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "private network") {
 		t.Errorf("run(crawl loopback) = %d, stderr %q; want a failure naming the private network", code, stderr.String())
 	}
@@ -148,7 +151,7 @@ func TestCrawlExtractsFieldsInEachFormat(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			args := []string{"crawl", site.URL + "/", "-allow-loopback", "-follow", "a.p", "-field", "title=h1",
 				"-field", "price=.price", "-field", "img=img@src", "-o", out}
-			if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+			if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
 				t.Fatalf("run = %d; stderr:\n%s", code, stderr.String())
 			}
 			data, err := os.ReadFile(out)
@@ -223,7 +226,7 @@ func TestCrawlServesMetrics(t *testing.T) {
 	}))
 	defer site.Close()
 	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"crawl", site.URL + "/", "-allow-loopback", "-metrics", addr}, &stdout, &stderr); code != 0 {
+	if code := run(t.Context(), []string{"crawl", site.URL + "/", "-allow-loopback", "-metrics", addr}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("run = %d; stderr:\n%s", code, stderr.String())
 	}
 	if !strings.Contains(metrics, "magpie_requests_total 1") {
