@@ -266,6 +266,9 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
 		return outErr
 	}
+	if outErr != nil && errors.Is(crawlErr, outErr) {
+		return crawlErr // the output's failure ended the crawl: said once
+	}
 	return errors.Join(crawlErr, outErr)
 }
 

@@ -107,7 +107,10 @@ func planOutput(path, format string, appendLines bool, columns []string, stdout 
 				return nil, usagef("-o %s: a resumed crawl (--state) can only add to a .jsonl file; give a new file name", o.path)
 			}
 		}
-		o.opts = append(o.opts, feed.Append())
+		// Resume adopts the items a killed run left in its temporary file
+		// (CSV, JSON): their pages are acknowledged in the state file and
+		// will not be fetched again.
+		o.opts = append(o.opts, feed.Append(), feed.Resume())
 	}
 	return o, nil
 }
