@@ -122,21 +122,25 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		r.gate.SetHostCap(DefaultHostParallelism)
 	}
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
-	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
-	if err != nil {
+	// fail undoes what startRun did so far: the gate is registered with
+	// the shared limiter, which would otherwise keep it.
+	fail := func(err error) (*run, error) {
 		r.stopFeed()
 		cancel()
+		r.gate.Close()
 		return nil, err
+	}
+	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
+	if err != nil {
+		return fail(err)
 	}
 	a, err := scheduler.NewAnalyzer[*Request, *Response, item]("", nil, nil, r.analyze)
 	if err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItemGuarded)
 	if err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	da := scheduler.DataArgs{
 		Request:         scheduler.PoolArgs{BufferCap: workers, MaxBufferNumber: 2},
@@ -158,12 +162,10 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		Pipelines:   []scheduler.Pipeline[item]{p},
 	}
 	if err := r.sched.Init(scheduler.RequestArgs[*Request]{}, da, ma); err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	if err := r.sched.Start(ctx); err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	r.wg.Add(3)
 	go r.feed()
@@ -435,7 +437,7 @@ func (r *run) finish(req *Request, err error) {
 		return // finished as stuck while its callback ran on (see guard)
 	}
 	notStarted := errors.Is(err, errNotStarted)
-	stopped := notStarted || (r.ctx.Err() != nil && errors.Is(err, context.Canceled))
+	stopped := notStarted || (r.ctx.Err() != nil && errors.Is(err, context.Canceled)) || r.endedByStdContext(req, err)
 	if err != nil && (retryableForget(err) || notStarted) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
@@ -445,6 +447,19 @@ func (r *run) finish(req *Request, err error) {
 	}
 	r.front.finish(r.ctx, req, !stopped)
 	r.settled()
+}
+
+// endedByStdContext reports whether err, a queue run's request's outcome,
+// is the collector's StdlibContext ending: the page was not fetched, the
+// run is stopping (RunQueue watches that context too), and its entry goes
+// back to the queue like one cut short by Stop, rather than being
+// acknowledged as done.
+func (r *run) endedByStdContext(req *Request, err error) bool {
+	if !r.queueMode || err == nil {
+		return false
+	}
+	cerr := req.stdContext().Err()
+	return cerr != nil && errors.Is(err, cerr)
 }
 
 // enqueue puts an admitted request into the running crawl, starting one if
@@ -829,10 +844,11 @@ func retryableForget(err error) bool {
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// queueStopGrace is how long RunQueue lets downloads in progress finish
-// after its context ends. A download cancelled half-way has usually reached
-// the server already and is fetched again on resume; letting it finish
-// turns that duplicate into finished work.
+// queueStopGrace is how long a stopping queue run gives its storage for
+// the last acknowledgements, and as long again for the releases of the
+// entries it leased and did not finish (see queueFrontier.close); entries a
+// failing storage does not take back in time return when their leases
+// expire. (How long work in progress gets is StopGrace.)
 const queueStopGrace = time.Second
 
 // ErrRunning is returned by RunQueue when the collector is already crawling.
@@ -849,11 +865,17 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // downloads in progress get up to StopGrace (a second by default) to finish
 // (their callbacks run); then, as at Stop, the rest is cancelled and entries
 // leased and not finished are released back to q; a callback still running
-// StopGrace later is abandoned and its *CallbackStuckError joins the error. Each keeps its admission, so it is not
-// refused as visited when it comes back; its next delivery counts as one
-// more attempt for the retry policy. A retry (RetryPolicy) waits in q too:
+// StopGrace later is abandoned and its *CallbackStuckError joins the
+// error. Each released entry keeps its admission, so it is not refused as
+// visited when it comes back; its next delivery counts as one more attempt
+// for the retry policy. A retry (RetryPolicy, BusyRetries) waits in q too:
 // its entry is released with a not-before time, so it holds no worker,
 // survives a crash and keeps its place.
+//
+// MaxRequests ends the run, not the queue: once the budget is spent no
+// more entries are leased, the requests in flight finish, and RunQueue
+// returns nil with the entries it did not fetch still in q, unacknowledged,
+// for a later run.
 //
 // A failing storage (Redis down or restarting) pauses the crawl rather than
 // losing work: each failed operation (push, lease, ack, release, len, the
@@ -864,9 +886,13 @@ var ErrRunning = errors.New("collector is already running a crawl")
 // cannot be stored before the run stops makes its parent's entry released
 // instead of acknowledged, so the parent is fetched again later and finds it
 // again. An outage does not end the run: RunQueue returns nil once the
-// storage is back and the queue is drained.
+// storage is back and the queue is drained. A storage that cannot be
+// used again ends it at once with an error saying so: one that lost the
+// crawl's contents (errors.Is storage.ErrStoreReset: a Redis restarted
+// without persistence) or one that is damaged, read-only or cannot be
+// opened (errors.Is storage.ErrStoreUnusable).
 //
-// The error joins ctx's error with one error per
+// The error joins ctx's error, those storage errors, and one error per
 // undecodable entry (each acknowledged and dropped, errors.Is
 // ErrUndecodableRequest). Failed requests go to OnError, not here.
 func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) error {
@@ -887,9 +913,15 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.run = r
 	c.runMu.Unlock()
+	// The StdlibContext ending fails every fetch from then on: the run
+	// stops as for its own context, rather than lease every entry left
+	// only to fail it.
+	std := cfg.stdCtx.Done()
 	select {
 	case <-r.drained:
 	case <-ctx.Done():
+		r.drain(r.grace())
+	case <-std:
 		r.drain(r.grace())
 	case <-r.stopped:
 	}
@@ -902,6 +934,8 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	errs := append(qf.errors(), r.stuckErrors()...)
 	if err := ctx.Err(); err != nil {
 		errs = append([]error{err}, errs...)
+	} else if err := cfg.stdCtx.Err(); err != nil {
+		errs = append([]error{fmt.Errorf("the collector's StdlibContext ended: %w", err)}, errs...)
 	}
 	return errors.Join(errs...)
 }

@@ -120,7 +120,10 @@ func TraceHTTP() CollectorOption {
 // StdlibContext sets the context every fetch runs under. Once it is done no
 // new request starts: requests not yet sent fail with its error
 // (context.Canceled, or context.DeadlineExceeded for a deadline, as
-// errors.Is tells), and so do those in flight.
+// errors.Is tells), and so do those in flight. A queue run (RunQueue,
+// queue.Run) stops when it is done, as when its own context ends: the
+// entries of the requests it failed go back to the queue, not acknowledged,
+// and RunQueue returns an error wrapping its error.
 func StdlibContext(ctx context.Context) CollectorOption {
 	return func(c *Collector) { c.Context = ctx }
 }
