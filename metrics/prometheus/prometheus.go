@@ -4,7 +4,7 @@
 //
 // Metrics (all prefixed magpie_): requests_total, responses_total{code},
 // response_bytes_total, items_total{outcome}, refused_total{reason},
-// retries_total, robots_fetches_total, pending, parked, and inflight{host}
+// retries_total, busy_retries_total, robots_fetches_total, pending, parked, and inflight{host}
 // and waiting{host} for at most the 50 busiest hosts, so that a crawl of
 // many hosts cannot blow up the label space.
 package prometheus
@@ -24,8 +24,8 @@ import (
 type Collector struct {
 	c *magpie.Collector
 
-	requests, responses, bytes, items, refused, retries, robots *prom.Desc
-	pending, parked, inflight, waiting                          *prom.Desc
+	requests, responses, bytes, items, refused, retries, busy, robots *prom.Desc
+	pending, parked, inflight, waiting                                *prom.Desc
 }
 
 // New returns a Prometheus collector for c; register it with a registry.
@@ -41,6 +41,7 @@ func New(c *magpie.Collector) *Collector {
 		items:     d("items_total", "Items through the pipelines, by outcome (scraped, dropped, failed).", "outcome"),
 		refused:   d("refused_total", "Requests refused before they were sent, by reason.", "reason"),
 		retries:   d("retries_total", "Requests sent again by the retry policy."),
+		busy:      d("busy_retries_total", "Requests sent again after a 429, or a 503 with Retry-After (BusyRetries)."),
 		robots:    d("robots_fetches_total", "robots.txt fetches."),
 		pending:   d("pending", "Requests admitted and not finished."),
 		parked:    d("parked", "Requests waiting in the politeness gate."),
@@ -51,7 +52,7 @@ func New(c *magpie.Collector) *Collector {
 
 // Describe sends the metrics' descriptions.
 func (m *Collector) Describe(ch chan<- *prom.Desc) {
-	for _, d := range []*prom.Desc{m.requests, m.responses, m.bytes, m.items, m.refused, m.retries, m.robots,
+	for _, d := range []*prom.Desc{m.requests, m.responses, m.bytes, m.items, m.refused, m.retries, m.busy, m.robots,
 		m.pending, m.parked, m.inflight, m.waiting} {
 		ch <- d
 	}
@@ -78,6 +79,7 @@ func (m *Collector) Collect(ch chan<- prom.Metric) {
 		counter(m.refused, float64(n), reason)
 	}
 	counter(m.retries, float64(st.Retries))
+	counter(m.busy, float64(st.BusyRetries))
 	counter(m.robots, float64(st.RobotsFetches))
 	gauge(m.pending, float64(st.Pending))
 	gauge(m.parked, float64(st.Parked))

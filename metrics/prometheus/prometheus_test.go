@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/magpiecrawl/magpie"
@@ -15,12 +16,20 @@ import (
 )
 
 func TestHandlerMatchesStats(t *testing.T) {
+	var busy atomic.Int32
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {
 		case "/":
 			fmt.Fprint(w, `<a href="/a">a</a><a href="/b">b</a><a href="/missing">x</a><a href="mailto:x@y">m</a>`)
-		case "/a", "/b":
+		case "/b":
+			if busy.Add(1) == 1 {
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			fmt.Fprint(w, `<p class=item>one</p><p class=item>two</p><a href="/">home</a>`)
+		case "/a":
 			fmt.Fprint(w, `<p class=item>one</p><p class=item>two</p><a href="/">home</a>`)
 		default:
 			http.NotFound(w, r)
@@ -51,14 +60,15 @@ func TestHandlerMatchesStats(t *testing.T) {
 		fmt.Sprintf("magpie_items_total{outcome=\"scraped\"} %d\n", st.ItemsScraped),
 		fmt.Sprintf("magpie_refused_total{reason=\"visited\"} %d\n", st.Refused[magpie.RefusedVisited]),
 		fmt.Sprintf("magpie_refused_total{reason=\"scheme\"} %d\n", st.Refused[magpie.RefusedScheme]),
+		fmt.Sprintf("magpie_busy_retries_total %d\n", st.BusyRetries),
 		"magpie_pending 0\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q:\n%s", want, text)
 		}
 	}
-	if st.StatusCodes[200] != 3 || st.StatusCodes[404] != 1 || st.ItemsScraped != 4 {
-		t.Errorf("Stats = %+v, want 3 200s, 1 404, 4 items", st)
+	if st.StatusCodes[200] != 3 || st.StatusCodes[404] != 1 || st.StatusCodes[429] != 1 || st.BusyRetries != 1 || st.ItemsScraped != 4 {
+		t.Errorf("Stats = %+v, want 3 200s, 1 404, 1 429 retried once, 4 items", st)
 	}
 }
 
