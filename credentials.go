@@ -19,7 +19,7 @@ var credentialHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization
 func CredentialHosts(hosts ...string) CollectorOption {
 	return func(c *Collector) {
 		for _, h := range hosts {
-			c.shared.creds.add(strings.ToLower(strings.TrimSpace(h)))
+			c.shared.creds.add(asciiHostPort(strings.TrimSpace(h)))
 		}
 	}
 }
@@ -106,4 +106,13 @@ func defaultPort(scheme string) string {
 		return "443"
 	}
 	return "80"
+}
+
+// asciiHostPort is asciiHost for a hostname with or without a port, so that
+// a Unicode spelling matches the punycode a link's URL carries.
+func asciiHostPort(h string) string {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return net.JoinHostPort(asciiHost(host), port)
+	}
+	return asciiHost(h)
 }

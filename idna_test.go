@@ -80,3 +80,23 @@ func TestDomainsMatchIDNA(t *testing.T) {
 		})
 	}
 }
+
+// CredentialHosts takes a Unicode host name as AllowedDomains does: a link's
+// URL carries the punycode, which must match it.
+func TestCredentialHostsIDNA(t *testing.T) {
+	c := NewCollector(CredentialHosts("Bücher.test", "straße.test:8443"))
+	for _, tc := range []struct {
+		u    string
+		want bool
+	}{
+		{"https://xn--bcher-kva.test/a", true},
+		{"https://xn--bcher-kva.test:9000/a", true},
+		{"https://xn--strae-oqa.test:8443/", true},
+		{"https://xn--strae-oqa.test/", false},
+		{"https://other.test/", false},
+	} {
+		if got := c.shared.creds.allows(mustParse(t, tc.u)); got != tc.want {
+			t.Errorf("credentials to %s allowed = %v, want %v", tc.u, got, tc.want)
+		}
+	}
+}
