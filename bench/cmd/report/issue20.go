@@ -61,7 +61,7 @@ var i20Rows = []i20Row{
 		},
 	},
 	{
-		name:  "peak RSS of the long crawl (its table below), `q.AddURL` path (`magpie-queue-add`) ÷ the Visit path (`magpie-queue`); Colly's queue as Colly programs write it (`colly-queue-add`) and with a `HasVisited` filter (`colly-queue`)",
+		name:  "peak RSS of the long crawl (its table below), `q.AddURL` path (`magpie-queue-add`) ÷ the Visit path (`magpie-queue`); Colly's queue in MB as Colly programs write it (`colly-queue-add`), and with a `HasVisited` filter (`colly-queue`) when it ran",
 		today: "1,849 MB (Visit path: 124 MB; Colly's queue: 1,380 MB)",
 		goal:  "≤ 1.2×",
 		figure: func(at func(string, string) *row) string {
