@@ -64,8 +64,10 @@
 # results (issue 20's table of ratios, old beside new, then the crawls' own
 # tables) replace only the "## Issue 20: Colly's queue idiom" section of $OUT,
 # at its end, with the load average seen at each crawl's start (the machine
-# may be shared). About 12 minutes on 2 loaded cores with RUNS=1 MEM_RUNS=1
-# and OLD_REF set (SQLite and Redis at 300 pages/s take a minute each).
+# may be shared). With RUNS=1 MEM_RUNS=1 and OLD_REF set it took 17.5 minutes
+# on 2 cores at a load average of 9-18 (the five 200,000-page crawls 11 of
+# them, the AddURL crawls on SQLite and Redis about a minute each); less on a
+# quieter machine.
 #
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to

@@ -41,7 +41,8 @@ func TestReportIssue20(t *testing.T) {
 		"### Issue 20: the rows of its table",
 		"Crawls: L-issue20; L-issue20-rss.",
 		// Row 1, old and new: AddURL ÷ Visit, and ÷ raw.
-		"| 0.40× (2,000 ÷ 5,000 pages/s); 0.20× of raw (10,000) | 0.50× (2,500 ÷ 5,000 pages/s); 0.25× of raw (10,000) | ≥ 0.95× |",
+		// The Visit path's CPU per page: @old 6 s ÷ 20,000, new 2.5 s ÷ 10,000.
+		"| 0.40× (2,000 ÷ 5,000 pages/s); 0.20× of raw (10,000); CPU s per page ÷ the Visit path's: 1.00× | 0.50× (2,500 ÷ 5,000 pages/s); 0.25× of raw (10,000); CPU s per page ÷ the Visit path's: 1.20× | ≥ 0.95× |",
 		// Row 2: no @old store rows; the Visit path on SQLite only.
 		"| – | 0.20× / 0.10× (500 / 250 pages/s) [Visit path: 0.70× / –] |",
 		// Row 3: no @old rows in the long crawl.
