@@ -913,6 +913,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.run = r
 	c.runMu.Unlock()
+	qf.attachAdds(ctx)
 	// The StdlibContext ending fails every fetch from then on: the run
 	// stops as for its own context, rather than lease every entry left
 	// only to fail it.
