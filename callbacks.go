@@ -531,7 +531,10 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 	}
 	s.owner.Store(id)
 	if mine != nil {
-		s.ownerDone.Store(&mine)
+		// A copy, so that only a callback that takes the turn pays for
+		// moving it to the heap.
+		held := mine
+		s.ownerDone.Store(&held)
 	}
 	return func() {
 		s.owner.Store(0)
