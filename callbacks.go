@@ -473,6 +473,8 @@ type serialCallbacks struct {
 	// refusal), for a waiter that no longer sees that crawl (Stop cleared
 	// it) but must not wait for its stuck callback forever.
 	ownerDone atomic.Pointer[<-chan struct{}]
+	// release gives the turn back; made with turn (see init).
+	release func()
 }
 
 func noRelease() {}
@@ -515,7 +517,7 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 	} else if d := s.ownerDone.Load(); d != nil {
 		done = *d
 	}
-	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
+	s.once.Do(s.init)
 	id := req.goroutine()
 	if s.owner.Load() == id {
 		return noRelease, nil
@@ -536,9 +538,16 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 		held := mine
 		s.ownerDone.Store(&held)
 	}
-	return func() {
+	return s.release, nil
+}
+
+// init makes the turn and the function that gives it back, once: a
+// callback that takes the turn allocates neither.
+func (s *serialCallbacks) init() {
+	s.turn = make(chan struct{}, 1)
+	s.release = func() {
 		s.owner.Store(0)
 		s.ownerDone.Store(nil)
 		<-s.turn
-	}, nil
+	}
 }
