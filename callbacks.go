@@ -472,7 +472,9 @@ type serialCallbacks struct {
 	// (nil for a callback outside a crawl, such as a top-level Visit's
 	// refusal), for a waiter that no longer sees that crawl (Stop cleared
 	// it) but must not wait for its stuck callback forever.
-	ownerDone atomic.Pointer[<-chan struct{}]
+	// It holds a <-chan struct{} (nil when no crawl's callback holds turn),
+	// which an atomic.Value stores without allocating.
+	ownerDone atomic.Value
 	// release gives the turn back; made with turn (see init).
 	release func()
 }
@@ -514,8 +516,8 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 		mine = done
 	} else if c.snapshot().async {
 		return noRelease, nil
-	} else if d := s.ownerDone.Load(); d != nil {
-		done = *d
+	} else if d, _ := s.ownerDone.Load().(<-chan struct{}); d != nil {
+		done = d
 	}
 	s.once.Do(s.init)
 	id := req.goroutine()
@@ -533,10 +535,7 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 	}
 	s.owner.Store(id)
 	if mine != nil {
-		// A copy, so that only a callback that takes the turn pays for
-		// moving it to the heap.
-		held := mine
-		s.ownerDone.Store(&held)
+		s.ownerDone.Store(mine)
 	}
 	return s.release, nil
 }
@@ -547,7 +546,7 @@ func (s *serialCallbacks) init() {
 	s.turn = make(chan struct{}, 1)
 	s.release = func() {
 		s.owner.Store(0)
-		s.ownerDone.Store(nil)
+		s.ownerDone.Store((<-chan struct{})(nil))
 		<-s.turn
 	}
 }
