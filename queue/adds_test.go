@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +77,58 @@ func TestAddURLDuringRunQueueFull(t *testing.T) {
 	}
 	if got := c.Stats().Refused[magpie.RefusedQueueFull]; got != uint64(full.Load()) {
 		t.Errorf("Stats().Refused[queue_full] = %d, want %d", got, full.Load())
+	}
+}
+
+// TestAddURLDuringRunFlushedWhenIdle checks that a request added during a
+// run from outside any callback, while the only page in flight is blocked,
+// is stored and crawled without waiting for that page: the feeder, finding
+// nothing to lease, stores what AddURL buffered.
+func TestAddURLDuringRunFlushedWhenIdle(t *testing.T) {
+	slowStarted, releaseSlow, otherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			close(slowStarted)
+			<-releaseSlow
+		case "/other":
+			once.Do(func() { close(otherDone) })
+		}
+		w.Header().Set("Content-Type", "text/html")
+	}))
+	defer srv.Close()
+	q, err := queue.New(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/slow"); err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	c.SetRequestTimeout(5 * time.Minute) // /slow must stay in flight
+	done := make(chan error, 1)
+	go func() { done <- q.Run(c) }()
+	<-slowStarted
+	if err := q.AddURL(srv.URL + "/other"); err != nil {
+		t.Fatalf("AddURL(/other) during Run error = %v, want nil", err)
+	}
+	select {
+	case <-otherDone:
+	case <-time.After(time.Minute):
+		close(releaseSlow)
+		t.Fatal("/other, added while /slow was in flight, was not crawled before /slow finished")
+	}
+	close(releaseSlow)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run error = %v, want nil", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
+	if n, err := q.Size(); err != nil || n != 0 {
+		t.Errorf("Size() after Run = %d, %v, want 0", n, err)
 	}
 }
