@@ -424,6 +424,7 @@ func (c *Collector) submit(req *Request) error {
 	r, err := c.enter(cfg, req)
 	if err != nil {
 		c.logRefusal(req, err)
+		req.regionGID.Store(id) // its refusal's callbacks run on this goroutine
 		if nested {
 			c.reportRejection(req, err)
 		} else {

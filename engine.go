@@ -337,7 +337,7 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 		return r.c.fetch(ctx, r.cfg, cbs, req), nil
 	}
 	g, ok := r.guard(req, "download", func() {
-		r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
+		r.c.markCallbacksFor(req, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
 	})
 	switch {
 	case !ok:
@@ -383,7 +383,7 @@ var errNotStarted = fmt.Errorf("%w: request not started", ErrStopped)
 func (r *run) abandon(req *Request, resp *Response, err error) {
 	resp.err = err
 	defer r.finish(req, err)
-	r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(resp, err) })
+	r.c.markCallbacksFor(req, func() { r.c.handleOnError(resp, err) })
 }
 
 // userCodeInFetch reports whether a fetch with cbs runs user code that might
@@ -412,7 +412,7 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 	}
 	var items []item
 	g, ok := r.guard(req, "engine", func() {
-		r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
+		r.c.markCallbacksFor(req, func() { items = r.c.analyze(r, resp) })
 	})
 	if ok && g.exitErr != nil {
 		// runtime.Goexit in a callback (or an escaped panic, a bug):
@@ -601,7 +601,7 @@ func (r *run) analyzeLeftovers() {
 			continue
 		}
 		r.guard(resp.Request, "engine", func() {
-			r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+			r.c.markCallbacksFor(resp.Request, func() { r.c.analyze(r, resp) })
 		})
 	}
 }
@@ -913,6 +913,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.run = r
 	c.runMu.Unlock()
+	qf.attachAdds(ctx)
 	// The StdlibContext ending fails every fetch from then on: the run
 	// stops as for its own context, rather than lease every entry left
 	// only to fail it.

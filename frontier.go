@@ -320,7 +320,10 @@ type queueFrontier struct {
 	// its first copy is leased would be pushed too, filling a bounded
 	// queue with duplicates. Losing it in a crash is harmless: the first
 	// copy is in the storage.
-	pushed   map[uint64]struct{}
+	pushed map[uint64]struct{}
+	// added buffers what queue.AddURL and AddRequest give the run (see
+	// frontier_adds.go).
+	added    addBuffer
 	inflight int
 	errs     []error
 	// fatalErr is the storage error that ended the run (see fail); fatal
@@ -680,6 +683,12 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 				f.fail("lease", err)
 				return nil, errFrontierDone
 			case errors.Is(err, storage.ErrQueueEmpty):
+				// Requests added with AddURL may be all the work left.
+				if flushed, ferr := f.flushAdds(ctx); flushed && ferr == nil {
+					continue
+				} else if ferr != nil && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
 				done, err := f.drained(ctx)
 				switch {
 				case err == nil && done:
@@ -885,8 +894,15 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 		if err != nil {
 			req.err = err
 			// Deferred: settled even if OnError ends the goroutine
-			// (runtime.Goexit; the run starts another feeder).
-			defer f.settle(ctx, e.ID, req, true)
+			// (runtime.Goexit; the run starts another feeder). What
+			// OnRefused added with AddURL is stored first.
+			added := f.addsCount()
+			defer func() {
+				if f.addsCount() != added {
+					_, _ = f.flushAdds(ctx)
+				}
+				f.settle(ctx, e.ID, req, true)
+			}()
 			f.c.refuse(req, err)
 			return nil, errRefused
 		}
@@ -1037,7 +1053,7 @@ func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack
 // by another consumer, nor waiting for a retry's not-before time).
 func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	f.mu.Lock()
-	busy := f.inflight > 0 || len(f.acks) > 0 || f.acking > 0
+	busy := f.inflight > 0 || len(f.acks) > 0 || f.acking > 0 || f.addsPendingLocked()
 	f.mu.Unlock()
 	if busy {
 		return false, nil
@@ -1102,6 +1118,11 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 	if queued {
 		f.combineAcks(ctx)
 	} else {
+		if ok {
+			if _, err := f.flushAdds(ctx); err != nil {
+				ok = false // its callbacks run again and add again
+			}
+		}
 		f.settle(ctx, id, req, ok)
 		f.reportVisited(refused)
 	}
@@ -1151,8 +1172,16 @@ func (f *queueFrontier) startBackground() {
 // comes back when its lease expires: a duplicate, never a loss.
 func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 	for {
+		// The requests added so far go with this batch's links: stored
+		// before any page finished meanwhile is acknowledged.
+		f.added.flushMu.Lock()
 		f.mu.Lock()
 		n := min(len(f.acks), maxAckBatch)
+		var adds *linkBatch
+		var dups []*Request
+		if n > 0 {
+			adds, dups = f.takeAddsLocked()
+		}
 		batch := slices.Clone(f.acks[:n])
 		f.acks = f.acks[n:]
 		if len(f.acks) == 0 {
@@ -1166,10 +1195,13 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 		f.ackingIDs = ids
 		f.mu.Unlock()
 		if n == 0 {
+			f.added.flushMu.Unlock()
 			return refused
 		}
 		var seen []*Request
-		ids, seen = f.storeBatchLinks(ctx, batch, ids)
+		ids, seen = f.storeBatchLinks(ctx, batch, ids, adds)
+		f.added.flushMu.Unlock()
+		refused = append(refused, dups...)
 		refused = append(refused, seen...)
 		var req *Request
 		if n == 1 {
@@ -1193,13 +1225,17 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 // round trip and returns the lease IDs to acknowledge: all of them, or,
 // when the storage would not take the links, those of the pages without
 // links (the others are released, so that their callbacks run again).
-func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string) ([]string, []*Request) {
+func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string, adds *linkBatch) ([]string, []*Request) {
 	var all linkBatch
 	for _, a := range batch {
 		if a.links != nil {
 			all.data = append(all.data, a.links.data...)
 			all.reqs = append(all.reqs, a.links.reqs...)
 		}
+	}
+	if adds != nil {
+		all.data = append(all.data, adds.data...)
+		all.reqs = append(all.reqs, adds.reqs...)
 	}
 	if len(all.data) == 0 {
 		return ids, nil
@@ -1209,9 +1245,12 @@ func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, i
 		return ids, refused
 	}
 	f.c.logger.Warn("storing the links of finished pages; they will be fetched again", "pages", len(batch), "links", len(all.data), "err", err)
+	// Requests added with AddURL may come from any of the pages: they stay
+	// buffered for the next flush, and every page goes back.
+	f.restoreAdds(adds)
 	ids = ids[:0]
 	for _, a := range batch {
-		if a.links == nil {
+		if a.links == nil && adds == nil {
 			ids = append(ids, a.id)
 			continue
 		}
@@ -1270,6 +1309,8 @@ func (f *queueFrontier) pending() int {
 // acknowledgements and as long again for the releases; entries it does not
 // take come back when their leases expire.
 func (f *queueFrontier) close() {
+	// From now on AddURL pushes at once; what it buffered is stored below.
+	f.detachAdds()
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
@@ -1280,6 +1321,7 @@ func (f *queueFrontier) close() {
 	// Finished entries nobody is acknowledging (the workers have exited).
 	ackCtx, cancelAcks := context.WithTimeout(context.Background(), queueStopGrace)
 	f.combineAcks(ackCtx)
+	f.flushAddsAtClose(ackCtx)
 	cancelAcks()
 	f.mu.Lock()
 	leased := f.leased
