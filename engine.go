@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/magpiecrawl/magpie/limits"
-	"github.com/magpiecrawl/magpie/scheduler"
+	"github.com/magpiecrawl/magpie/internal/scheduler"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -134,7 +134,7 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	if err != nil {
 		return fail(err)
 	}
-	a, err := scheduler.NewAnalyzer[*Request, *Response, item]("", nil, nil, r.analyze)
+	a, err := scheduler.NewAnalyzer[*Response, item]("", nil, nil, r.analyze)
 	if err != nil {
 		return fail(err)
 	}
@@ -158,10 +158,10 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	}
 	ma := scheduler.ModuleArgs[*Request, *Response, item]{
 		Downloaders: []scheduler.Downloader[*Request, *Response]{d},
-		Analyzers:   []scheduler.Analyzer[*Request, *Response, item]{a},
+		Analyzers:   []scheduler.Analyzer[*Response, item]{a},
 		Pipelines:   []scheduler.Pipeline[item]{p},
 	}
-	if err := r.sched.Init(scheduler.RequestArgs[*Request]{}, da, ma); err != nil {
+	if err := r.sched.Init(da, ma); err != nil {
 		return fail(err)
 	}
 	if err := r.sched.Start(ctx); err != nil {
@@ -401,14 +401,14 @@ func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
 
 // analyze is the scheduler's parser: it runs the response callbacks and
 // finishes the request.
-func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
+func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]item, []error) {
 	req := resp.Request
 	switch {
 	case req.finished.Load():
-		return nil, nil, nil // abandoned in the download stage
+		return nil, nil // abandoned in the download stage
 	case errors.Is(resp.err, errNotStarted):
 		r.finish(req, resp.err)
-		return nil, nil, nil
+		return nil, nil
 	}
 	var items []item
 	g, ok := r.guard(req, "engine", func() {
@@ -418,12 +418,12 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Reques
 		// runtime.Goexit in a callback (or an escaped panic, a bug):
 		// the request never reached finish.
 		r.abandon(req, resp, g.exitErr)
-		return nil, nil, nil
+		return nil, nil
 	}
 	if !ok {
-		return nil, nil, nil // finished as stuck
+		return nil, nil // finished as stuck
 	}
-	return nil, items, nil
+	return items, nil
 }
 
 // finish records a request's outcome and counts it done. A request that

@@ -18,8 +18,8 @@ func TestSyntheticCrawl(t *testing.T) {
 		da   DataArgs
 	}{
 		{"default pools", testArgs()},
-		// Every hand-off is full almost always: analyzers must spill to the
-		// overflow list rather than deadlock against the downloaders.
+		// Every hand-off is full almost always: Submit waits for room and
+		// the stages must not deadlock against each other.
 		{"tiny pools, one worker each", DataArgs{Request: tiny, Response: tiny, Item: tiny, ErrorBuffer: 1,
 			DownloadWorkers: 1, AnalyzeWorkers: 1, PipelineWorkers: 1}},
 	}
@@ -28,17 +28,12 @@ func TestSyntheticCrawl(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTreeCrawl(n)
 			s := New[int, int, int]()
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, tt.da, tc.modules(t, 3), 0)
+			stop := startCrawl(t, s, tt.da, tc.modules(t, 3), seq(0, n)...)
 			if err := s.Wait(t.Context()); err != nil {
 				t.Fatalf("Wait() error = %v", err)
 			}
-			if !s.Idle() {
-				t.Errorf("Idle() = false after Wait")
-			}
 			for _, err := range stop() {
-				if !errors.Is(err, errDuplicate) {
-					t.Errorf("unexpected error from Errors(): %v", err)
-				}
+				t.Errorf("unexpected error from Errors(): %v", err)
 			}
 			if len(tc.downloads) != n {
 				t.Errorf("downloaded %d distinct pages, want %d", len(tc.downloads), n)
@@ -52,23 +47,27 @@ func TestSyntheticCrawl(t *testing.T) {
 				t.Errorf("pipeline saw %d items, want %d", tc.items, n)
 			}
 			sum := s.Summary()
-			if sum.Requests.Downloaded != n || sum.ItemsDone != n || sum.Left != (LeftCounts{}) || sum.Requests.Refused != uint64(tc.dupRefused) {
-				t.Errorf("Summary() = %+v, want %d downloaded and items done, %d refused, nothing left", sum, n, tc.dupRefused)
+			if sum.Requests.Downloaded != n || sum.ItemsDone != n || sum.Left != (LeftCounts{}) {
+				t.Errorf("Summary() = %+v, want %d downloaded and items done, nothing left", sum, n)
 			}
 		})
 	}
 }
 
-// startCrawl inits and starts s over tc with the given downloaders and
-// returns a function that stops it and returns what Errors() delivered.
-func startCrawl(t *testing.T, s *Scheduler[int, int, int], ra RequestArgs[int], da DataArgs, ma ModuleArgs[int, int, int], first ...int) func() []error {
+// startCrawl inits and starts s over tc with the given downloaders, submits
+// first, and returns a function that stops it and returns what Errors()
+// delivered.
+func startCrawl(t *testing.T, s *Scheduler[int, int, int], da DataArgs, ma ModuleArgs[int, int, int], first ...int) func() []error {
 	t.Helper()
-	if err := s.Init(ra, da, ma); err != nil {
+	if err := s.Init(da, ma); err != nil {
 		t.Fatalf("Init() error = %v", err)
 	}
 	errs := drainErrors(s.Errors())
-	if err := s.Start(t.Context(), first...); err != nil {
+	if err := s.Start(t.Context()); err != nil {
 		t.Fatalf("Start() error = %v", err)
+	}
+	if err := s.Submit(t.Context(), first...); err != nil {
+		t.Fatalf("Submit() error = %v", err)
 	}
 	return func() []error {
 		if err := s.Stop(); err != nil {
@@ -121,7 +120,7 @@ func TestLoadBalancing(t *testing.T) {
 				ma.Downloaders = append(ma.Downloaders, d)
 			}
 			s := New[int, int, int]()
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), ma, 0)
+			stop := startCrawl(t, s, testArgs(), ma, seq(0, n)...)
 			if err := s.Wait(t.Context()); err != nil {
 				t.Fatalf("Wait() error = %v", err)
 			}
@@ -166,7 +165,7 @@ func TestStopDuringBusyCrawl(t *testing.T) {
 	started := make(chan struct{}, 1)
 	s := New[int, int, int]()
 	da := testArgs()
-	stop := startCrawl(t, s, RequestArgs[int]{}, da, blockingModules(t, started), 1, 2, 3)
+	stop := startCrawl(t, s, da, blockingModules(t, started), 1, 2, 3)
 	const queued = 50
 	if err := s.Submit(t.Context(), seq(100, queued)...); err != nil {
 		t.Fatalf("Submit() error = %v", err)
@@ -194,9 +193,6 @@ func TestStopDuringBusyCrawl(t *testing.T) {
 	}
 	if uint64(len(left.Requests)) != sum.Left.Requests {
 		t.Errorf("Leftovers() has %d requests, Summary says %d", len(left.Requests), sum.Left.Requests)
-	}
-	if !s.Idle() {
-		t.Errorf("Idle() = false after Stop")
 	}
 	if err := s.Wait(t.Context()); !errors.Is(err, ErrStopped) {
 		t.Errorf("Wait() after busy Stop error = %v, want %v", err, ErrStopped)
@@ -240,7 +236,7 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 	}{
 		{"wait then stop", func(t *testing.T, s *Scheduler[int, int, int]) {
 			tc := newTreeCrawl(500)
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), tc.modules(t, 2), 0)
+			stop := startCrawl(t, s, testArgs(), tc.modules(t, 2), seq(0, 500)...)
 			if err := s.Wait(t.Context()); err != nil {
 				t.Errorf("Wait() error = %v", err)
 			}
@@ -248,18 +244,21 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 		}},
 		{"stop while busy", func(t *testing.T, s *Scheduler[int, int, int]) {
 			started := make(chan struct{}, 1)
-			stop := startCrawl(t, s, RequestArgs[int]{}, testArgs(), blockingModules(t, started), seq(0, 100)...)
+			stop := startCrawl(t, s, testArgs(), blockingModules(t, started), seq(0, 50)...)
 			<-started
 			stop()
 		}},
 		{"context cancelled", func(t *testing.T, s *Scheduler[int, int, int]) {
 			started := make(chan struct{}, 1)
 			ctx, cancel := context.WithCancel(t.Context())
-			if err := s.Init(RequestArgs[int]{}, testArgs(), blockingModules(t, started)); err != nil {
+			if err := s.Init(testArgs(), blockingModules(t, started)); err != nil {
 				t.Fatal(err)
 			}
 			errs := drainErrors(s.Errors())
-			if err := s.Start(ctx, seq(0, 100)...); err != nil {
+			if err := s.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Submit(ctx, seq(0, 50)...); err != nil {
 				t.Fatal(err)
 			}
 			<-started
@@ -272,7 +271,7 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 				t.Errorf("Stop() after cancel error = %v, want %v", err, ErrIllegalTransition)
 			}
 			// Init waits for the context watcher, so nothing outlives it.
-			if err := s.Init(RequestArgs[int]{}, testArgs(), blockingModules(t, started)); err != nil {
+			if err := s.Init(testArgs(), blockingModules(t, started)); err != nil {
 				t.Errorf("Init() after cancel error = %v", err)
 			}
 		}},
@@ -302,13 +301,7 @@ func TestPanickingModules(t *testing.T) {
 	ma.Downloaders = []Downloader[int, int]{d}
 	ma.Pipelines = append(ma.Pipelines, &rawPipeline{base: newBase(TypePipeline, "raw", nil)})
 	s := New[int, int, int]()
-	admit := func(ctx context.Context, req int) error {
-		if req == 7 {
-			panic(errors.New("admit boom"))
-		}
-		return tc.admit(ctx, req)
-	}
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: admit}, testArgs(), ma, 0)
+	stop := startCrawl(t, s, testArgs(), ma, seq(0, n)...)
 	if err := s.Wait(t.Context()); err != nil {
 		t.Fatalf("Wait() error = %v", err)
 	}
@@ -326,8 +319,8 @@ func TestPanickingModules(t *testing.T) {
 			}
 		}
 	}
-	if stages[StageDownload] == 0 || stages[StageAdmit] != 1 || stages[StagePipeline] == 0 {
-		t.Errorf("panics by stage = %v, want download > 0, admit = 1, pipeline > 0", stages)
+	if stages[StageDownload] == 0 || stages[StagePipeline] == 0 {
+		t.Errorf("panics by stage = %v, want download > 0, pipeline > 0", stages)
 	}
 	if sum := s.Summary(); sum.Panics == 0 || sum.Requests.Downloaded == 0 {
 		t.Errorf("Summary() panics = %d, downloaded = %d; want both > 0", sum.Panics, sum.Requests.Downloaded)
@@ -355,10 +348,13 @@ func TestUnreadErrorsDoNotBlock(t *testing.T) {
 	da := testArgs()
 	da.ErrorBuffer = 2
 	s := New[int, int, int]()
-	if err := s.Init(RequestArgs[int]{}, da, ma); err != nil {
+	if err := s.Init(da, ma); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(t.Context(), seq(0, 100)...); err != nil {
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(t.Context(), seq(0, 100)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Wait(t.Context()); err != nil {
@@ -381,14 +377,14 @@ func TestUnreadErrorsDoNotBlock(t *testing.T) {
 }
 
 func TestSubmitAndWait(t *testing.T) {
-	tc := newTreeCrawl(0) // no children
+	tc := newTreeCrawl(0)
 	s := New[int, int, int]()
 	if err := s.Submit(t.Context(), 1); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("Submit() before Init error = %v, want %v", err, ErrNotStarted)
 	}
 	da := testArgs()
 	da.Request = PoolArgs{BufferCap: 1, MaxBufferNumber: 1}
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, da, tc.modules(t, 1))
+	stop := startCrawl(t, s, da, tc.modules(t, 1))
 	defer stop()
 	if err := s.Submit(t.Context(), seq(0, 1000)...); err != nil {
 		t.Fatalf("Submit() error = %v", err)
@@ -399,7 +395,7 @@ func TestSubmitAndWait(t *testing.T) {
 	if len(tc.downloads) != 1000 || tc.items != 1000 {
 		t.Errorf("downloads = %d, items = %d, want 1000 each", len(tc.downloads), tc.items)
 	}
-	// Submit is not filtered by Admit: resubmitting is downloaded again.
+	// Submit does not dedupe: resubmitting is downloaded again.
 	if err := s.Submit(t.Context(), 0); err != nil {
 		t.Fatalf("Submit() error = %v", err)
 	}
@@ -415,7 +411,7 @@ func TestWaitContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan struct{}, 1)
 		s := New[int, int, int]()
-		stop := startCrawl(t, s, RequestArgs[int]{}, testArgs(), blockingModules(t, started), 1)
+		stop := startCrawl(t, s, testArgs(), blockingModules(t, started), 1)
 		defer stop()
 		<-started
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -423,16 +419,13 @@ func TestWaitContext(t *testing.T) {
 		if err := s.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Wait() on a busy crawl error = %v, want %v", err, context.DeadlineExceeded)
 		}
-		if s.Idle() {
-			t.Errorf("Idle() = true with a download in flight")
-		}
 	})
 }
 
 func TestSummaryJSON(t *testing.T) {
 	tc := newTreeCrawl(10)
 	s := New[int, int, int]()
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), tc.modules(t, 2), 0)
+	stop := startCrawl(t, s, testArgs(), tc.modules(t, 2), seq(0, 10)...)
 	if err := s.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}

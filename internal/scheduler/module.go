@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"math"
 	"strconv"
 	"sync/atomic"
 )
@@ -85,15 +84,9 @@ type Module interface {
 	Summary() ModuleSummary
 }
 
-// serials hands out module serial numbers per type. They are process-wide so
-// that IDs stay unique across schedulers sharing modules.
-var serials = func() [TypePipeline + 1]*SNGenerator {
-	var g [TypePipeline + 1]*SNGenerator
-	for t := TypeDownloader; t <= TypePipeline; t++ {
-		g[t], _ = NewSNGenerator(1, math.MaxUint64)
-	}
-	return g
-}()
+// serials hands out module serial numbers per type, from 1. They are
+// process-wide so that IDs stay unique across schedulers sharing modules.
+var serials [TypePipeline + 1]atomic.Uint64
 
 // base implements Module; each concrete module embeds it.
 type base struct {
@@ -112,7 +105,7 @@ func newBase(t Type, addr string, score CalculateScore) base {
 	if score == nil {
 		score = DefaultScore
 	}
-	sn := serials[t].Get()
+	sn := serials[t].Add(1)
 	id := string(t.Letter()) + strconv.FormatUint(sn, 10) + "|" + addr
 	return base{id: id, addr: addr, typ: t, score: score}
 }

@@ -18,13 +18,11 @@ type PoolSummary struct {
 // neither finished nor left over at a stop.
 type RequestCounts struct {
 	Accepted   uint64 `json:"accepted"`
-	Refused    uint64 `json:"refused"`
 	Downloaded uint64 `json:"downloaded"`
 	Failed     uint64 `json:"failed"`
 	Cancelled  uint64 `json:"cancelled"`
 	Done       uint64 `json:"done"`
 	InFlight   uint64 `json:"in_flight"`
-	Overflow   uint64 `json:"overflow"`
 }
 
 // LeftCounts count what a stop found still queued or in hand; see Leftovers.
@@ -73,11 +71,9 @@ func (s *Scheduler[Req, Resp, Item]) Summary() Summary {
 	st := &r.stats
 	rc := RequestCounts{
 		Accepted:   st.requestsAccepted.Load(),
-		Refused:    st.requestsRefused.Load(),
 		Downloaded: st.requestsDownloaded.Load(),
 		Failed:     st.requestsFailed.Load(),
 		Cancelled:  st.requestsCancelled.Load(),
-		Overflow:   uint64(r.overflow.n.Load()),
 	}
 	rc.Done = rc.Downloaded + rc.Failed + rc.Cancelled
 	sum.Left = LeftCounts{Requests: st.leftRequests.Load(), Responses: st.leftResponses.Load(), Items: st.leftItems.Load()}
@@ -120,8 +116,8 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, "%s pool: %d/%d buffers of %d, %d items\n", p.name, p.p.BufferNumber, p.p.MaxBufferNumber, p.p.BufferCap, p.p.Total)
 	}
 	rc := s.Requests
-	fmt.Fprintf(&b, "requests: accepted=%d refused=%d downloaded=%d failed=%d cancelled=%d in_flight=%d overflow=%d\n",
-		rc.Accepted, rc.Refused, rc.Downloaded, rc.Failed, rc.Cancelled, rc.InFlight, rc.Overflow)
+	fmt.Fprintf(&b, "requests: accepted=%d downloaded=%d failed=%d cancelled=%d in_flight=%d\n",
+		rc.Accepted, rc.Downloaded, rc.Failed, rc.Cancelled, rc.InFlight)
 	fmt.Fprintf(&b, "responses analyzed: %d; items: accepted=%d done=%d; pending: %d\n",
 		s.ResponsesAnalyzed, s.ItemsAccepted, s.ItemsDone, s.Pending)
 	fmt.Fprintf(&b, "errors: sent=%d dropped=%d panics=%d\n", s.ErrorsSent, s.ErrorsDropped, s.Panics)

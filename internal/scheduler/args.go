@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"time"
@@ -26,19 +25,6 @@ func (a PoolArgs) check(prefix string) error {
 	}
 	return nil
 }
-
-// RequestArgs configures how requests enter the scheduler.
-type RequestArgs[Req any] struct {
-	// Admit filters requests returned by analyzers (and Start's first
-	// requests) before they enter the request pool; nil admits all. A non-nil
-	// error drops the request and is sent to Errors(). Admit runs on analyzer
-	// workers concurrently and must be safe for concurrent use.
-	Admit func(ctx context.Context, req Req) error
-}
-
-// Check always succeeds: every field is optional. It exists so each args type
-// is checked the same way.
-func (a RequestArgs[Req]) Check() error { return nil }
 
 // DataArgs sizes the pools and worker stages.
 type DataArgs struct {
@@ -93,7 +79,7 @@ func (a DataArgs) Check() error {
 // needs at least one module, none nil, each reporting the Type of its list.
 type ModuleArgs[Req, Resp, Item any] struct {
 	Downloaders []Downloader[Req, Resp]
-	Analyzers   []Analyzer[Req, Resp, Item]
+	Analyzers   []Analyzer[Resp, Item]
 	Pipelines   []Pipeline[Item]
 }
 

@@ -50,7 +50,7 @@ func (s *Scheduler[Req, Resp, Item]) set(st Status) {
 // is allowed when the scheduler is uninitialized, initialized or stopped; on
 // error the status is left as it was. Errors wrap ErrInvalidArgs (naming the
 // bad field), ErrDuplicateModule or ErrIllegalTransition.
-func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) error {
+func (s *Scheduler[Req, Resp, Item]) Init(da DataArgs, ma ModuleArgs[Req, Resp, Item]) error {
 	from, err := s.begin(StatusInitializing)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma M
 		// let it return before the run is replaced.
 		<-old.afterDone
 	}
-	r, err := s.build(ra, da, ma)
+	r, err := s.build(da, ma)
 	if err != nil {
 		s.set(from)
 		return err
@@ -70,13 +70,13 @@ func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma M
 	return nil
 }
 
-func (s *Scheduler[Req, Resp, Item]) build(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) (*run[Req, Resp, Item], error) {
-	for _, c := range []interface{ Check() error }{ra, da, ma} {
+func (s *Scheduler[Req, Resp, Item]) build(da DataArgs, ma ModuleArgs[Req, Resp, Item]) (*run[Req, Resp, Item], error) {
+	for _, c := range []interface{ Check() error }{da, ma} {
 		if err := c.Check(); err != nil {
 			return nil, err
 		}
 	}
-	r, err := newRun[Req, Resp, Item](ra, da)
+	r, err := newRun[Req, Resp, Item](da)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,11 @@ func (s *Scheduler[Req, Resp, Item]) build(ra RequestArgs[Req], da DataArgs, ma 
 	return r, nil
 }
 
-// Start launches the fixed worker pools and returns at once; the first
-// requests go through Admit and are queued without blocking. The run ends on
+// Start launches the worker pools and returns at once; requests come in
+// through Submit. The run ends on
 // Stop, or when ctx is cancelled, which stops the scheduler as Stop would.
 // Starting again after a stop needs Init again.
-func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) error {
+func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidArgs)
 	}
@@ -120,20 +120,12 @@ func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) er
 	})
 	s.status.Store(int32(StatusStarted))
 	s.mu.Unlock()
-
-	first = r.admitAll(first)
-	r.pending.add(int64(len(first)))
-	r.stats.requestsAccepted.Add(uint64(len(first)))
-	for _, req := range first {
-		r.enqueue(req)
-	}
 	return nil
 }
 
-// Submit adds requests from outside the crawl, without Admit, blocking while
-// the request pool is full. It must not be called from inside a module (a
-// download worker blocked on its own full pool would stall the run): an
-// Analyzer returns new requests instead. It gives up with ctx.Err() when ctx is done and
+// Submit adds requests, blocking while the request pool is full. It must not
+// be called from inside a module (a download worker blocked on its own full
+// pool would stall the run). It gives up with ctx.Err() when ctx is done and
 // returns ErrNotStarted unless the scheduler is started (or once it stops
 // while Submit waits). Requests before the failing one were queued.
 func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) error {
@@ -245,21 +237,6 @@ func (s *Scheduler[Req, Resp, Item]) Errors() <-chan error {
 	return nil
 }
 
-// Idle reports whether nothing is queued, downloading, being analysed or in a
-// pipeline. A stopped run is idle: what it held is in Leftovers.
-func (s *Scheduler[Req, Resp, Item]) Idle() bool {
-	r := s.run.Load()
-	if r == nil || r.pending.load() == 0 {
-		return true
-	}
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // Wait blocks until the scheduler is idle, including work added while
 // waiting, and returns nil. It returns ctx.Err() if ctx is done first, and
 // ErrStopped if the run was stopped with work still pending.
@@ -304,13 +281,4 @@ func (s *Scheduler[Req, Resp, Item]) Leftovers() Leftovers[Req, Resp, Item] {
 		Responses: append([]Resp(nil), r.left.Responses...),
 		Items:     append([]Item(nil), r.left.Items...),
 	}
-}
-
-// Registrar returns the current run's registrar, so modules can be added or
-// removed while running; nil before the first Init.
-func (s *Scheduler[Req, Resp, Item]) Registrar() *Registrar {
-	if r := s.run.Load(); r != nil {
-		return r.reg
-	}
-	return nil
 }

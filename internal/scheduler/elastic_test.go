@@ -32,7 +32,7 @@ func TestElasticWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NewAnalyzer[int, int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []int, []error) { return nil, nil, nil })
+		a, err := NewAnalyzer[int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []error) { return nil, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +43,8 @@ func TestElasticWorkers(t *testing.T) {
 		args := testArgs()
 		args.DownloadWorkers, args.AnalyzeWorkers, args.WorkerIdle = 12, 12, time.Second
 		s := New[int, int, int]()
-		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-		if err := s.Init(RequestArgs[int]{}, args, ma); err != nil {
+		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+		if err := s.Init(args, ma); err != nil {
 			t.Fatal(err)
 		}
 		// Goroutines are counted by their stacks, not runtime.NumGoroutine:
@@ -110,12 +110,12 @@ func TestGoexitInModule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := NewAnalyzer[int, int, int]("", nil, nil, func(_ context.Context, resp int, _ io.Reader) ([]int, []int, []error) {
+			a, err := NewAnalyzer[int, int]("", nil, nil, func(_ context.Context, resp int, _ io.Reader) ([]int, []error) {
 				if resp%3 == 1 {
 					runtime.Goexit()
 				}
 				analyzed.Add(1)
-				return nil, nil, nil
+				return nil, nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -130,8 +130,8 @@ func TestGoexitInModule(t *testing.T) {
 				args.WorkerIdle = time.Second
 			}
 			s := New[int, int, int]()
-			ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-			if err := s.Init(RequestArgs[int]{}, args, ma); err != nil {
+			ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+			if err := s.Init(args, ma); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Start(t.Context()); err != nil {

@@ -2,38 +2,6 @@ package scheduler
 
 import "fmt"
 
-// feed moves overflow requests into the request pool. It is the only place
-// that blocks on a full request pool for analyzer output, and nothing waits on
-// it, so it cannot close a cycle.
-func (r *run[Req, Resp, Item]) feed() {
-	defer r.wg.Done()
-	o := &r.overflow
-	for {
-		select {
-		case <-o.signal:
-		case <-r.ctx.Done():
-			return
-		}
-		for {
-			o.mu.Lock()
-			batch := o.list
-			o.list = nil
-			o.n.Store(0)
-			o.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			for i, req := range batch {
-				if err := r.reqs.Put(r.ctx, req); err != nil {
-					r.leaveRequests(batch[i:]...)
-					return
-				}
-				r.growDownload()
-			}
-		}
-	}
-}
-
 func (r *run[Req, Resp, Item]) downloadLoop() {
 	defer r.wg.Done()
 	for {
@@ -138,9 +106,8 @@ func (r *run[Req, Resp, Item]) analyzeLoop() {
 	}
 }
 
-// analyze runs one analyzer on a response; admitted requests go back to the
-// request pool (via overflow when it is full) and items to the item pool. New
-// work is counted before the response's unit is released.
+// analyze runs one analyzer on a response; its items go to the item pool.
+// They are counted before the response's unit is released.
 func (r *run[Req, Resp, Item]) analyze(resp Resp) {
 	defer r.pending.add(-1)
 	r.stats.responsesAnalyzed.Add(1)
@@ -149,24 +116,19 @@ func (r *run[Req, Resp, Item]) analyze(resp Resp) {
 		r.report(StageSchedule, "", err)
 		return
 	}
-	a, ok := m.(Analyzer[Req, Resp, Item])
+	a, ok := m.(Analyzer[Resp, Item])
 	if !ok {
 		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not an Analyzer of this scheduler's types", ErrInvalidModule, m.ID()))
 		return
 	}
-	reqs, items, errs := r.callAnalyze(a, resp)
+	items, errs := r.callAnalyze(a, resp)
 	for _, err := range errs {
 		if err != nil {
 			r.report(StageAnalyze, a.ID(), err)
 		}
 	}
-	reqs = r.admitAll(reqs)
-	r.pending.add(int64(len(reqs) + len(items)))
-	r.stats.requestsAccepted.Add(uint64(len(reqs)))
+	r.pending.add(int64(len(items)))
 	r.stats.itemsAccepted.Add(uint64(len(items)))
-	for _, req := range reqs {
-		r.enqueue(req)
-	}
 	for i, item := range items {
 		if err := r.items.Put(r.ctx, item); err != nil {
 			r.leaveItems(items[i:]...)
@@ -176,7 +138,7 @@ func (r *run[Req, Resp, Item]) analyze(resp Resp) {
 	}
 }
 
-func (r *run[Req, Resp, Item]) callAnalyze(a Analyzer[Req, Resp, Item], resp Resp) (reqs []Req, items []Item, errs []error) {
+func (r *run[Req, Resp, Item]) callAnalyze(a Analyzer[Resp, Item], resp Resp) (items []Item, errs []error) {
 	defer func() {
 		if v := recover(); v != nil {
 			errs = append(errs, panicError(v))
