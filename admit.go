@@ -1,157 +1,19 @@
 package magpie
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"io"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
-
-	"golang.org/x/net/idna"
 
 	"github.com/magpiecrawl/magpie/storage"
 )
-
-// config is the snapshot of a Collector's exported fields that one crawl runs
-// with, so that a crawl never races with a caller changing fields.
-type config struct {
-	userAgent          string
-	maxDepth           int
-	maxRequests        uint32
-	allowedDomains     []string
-	disallowedDomains  []string
-	disallowedURLs     []*regexp.Regexp
-	urlFilters         []*regexp.Regexp
-	allowRevisit       bool
-	maxBodySize        int
-	cacheDir           string
-	cacheExpiration    time.Duration
-	ignoreRobots       bool
-	async              bool
-	parseHTTPErrors    bool
-	detectCharset      bool
-	checkHead          bool
-	traceHTTP          bool
-	sortQuery          bool
-	workers            int
-	maxParked          int
-	queueLookahead     int
-	maxPending         int // the in-memory frontier's bound; 0: none
-	retry              *RetryOptions
-	stopGrace          time.Duration
-	busyRetries        int
-	stdCtx             context.Context
-	cache              *fileCache
-	redirectMaxHops    int
-	redirectCheckDepth bool
-	sitemapsFromRobots bool
-	sitemapSince       time.Time
-	progressEvery      time.Duration
-	// otherScheme reports whether the transport serves a scheme other than
-	// http and https (a protocol registered on it, such as "file").
-	otherScheme func(scheme string) bool
-}
-
-// config returns the running crawl's snapshot, or a fresh one when no crawl runs.
-func (c *Collector) config() *config {
-	c.runMu.Lock()
-	r := c.run
-	c.runMu.Unlock()
-	if r != nil {
-		return r.cfg
-	}
-	return c.snapshot()
-}
-
-func (c *Collector) snapshot() *config {
-	cfg := &config{
-		userAgent:          c.UserAgent,
-		maxDepth:           c.MaxDepth,
-		maxRequests:        c.MaxRequests,
-		allowedDomains:     normaliseDomains(c.AllowedDomains),
-		disallowedDomains:  normaliseDomains(c.DisallowedDomains),
-		disallowedURLs:     slices.Clone(c.DisallowedURLFilters),
-		urlFilters:         slices.Clone(c.URLFilters),
-		allowRevisit:       c.AllowURLRevisit,
-		maxBodySize:        c.MaxBodySize,
-		cacheDir:           c.CacheDir,
-		cacheExpiration:    c.CacheExpiration,
-		ignoreRobots:       c.IgnoreRobotsTxt,
-		async:              c.Async,
-		parseHTTPErrors:    c.ParseHTTPErrorResponse,
-		detectCharset:      c.DetectCharset,
-		checkHead:          c.CheckHead,
-		traceHTTP:          c.TraceHTTP,
-		sortQuery:          c.SortQuery,
-		workers:            c.workers,
-		maxParked:          c.maxParked,
-		queueLookahead:     c.queueLookahead,
-		maxPending:         pendingBound(c.maxPending),
-		retry:              c.retry,
-		stopGrace:          c.stopGrace,
-		busyRetries:        c.busyRetries,
-		stdCtx:             c.Context,
-		redirectMaxHops:    10,
-		redirectCheckDepth: true,
-		otherScheme:        c.shared.backend.supportsScheme,
-		sitemapsFromRobots: c.sitemapsFromRobots,
-		sitemapSince:       c.sitemapSince,
-		progressEvery:      c.progressEvery,
-	}
-	if cfg.stdCtx == nil {
-		cfg.stdCtx = context.Background()
-	}
-	if cfg.cacheDir != "" {
-		cfg.cache = &fileCache{dir: cfg.cacheDir, expiration: cfg.cacheExpiration}
-	}
-	return cfg
-}
-
-// normaliseDomains lowercases entries and drops ports, so that an entry
-// written as "127.0.0.1:8080" matches the hostname (Colly never matches it),
-// and writes internationalised names in their ASCII (punycode) form, the
-// form links are in: "bücher.test" matches xn--bcher-kva.test.
-func normaliseDomains(ds []string) []string {
-	if len(ds) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(ds))
-	for _, d := range ds {
-		d = strings.TrimSpace(d)
-		if h, _, err := net.SplitHostPort(d); err == nil {
-			d = h
-		}
-		out = append(out, asciiHost(strings.Trim(d, "[]")))
-	}
-	return out
-}
-
-// asciiHost is a hostname in lower case and, when it is an
-// internationalised name, in its IDNA ASCII form (UTS #46 lookup mapping,
-// as browsers and the WHATWG URL parser apply). A name IDNA refuses is only
-// lowercased: it is compared as written.
-func asciiHost(h string) string {
-	if isASCII(h) {
-		return strings.ToLower(h)
-	}
-	if a, err := idna.Lookup.ToASCII(h); err == nil {
-		return a
-	}
-	return strings.ToLower(h)
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
 
 // checkURL applies the checks that need only the URL and depth: scheme,
 // depth, URL filters and domain filters. Redirect hops run it too.
@@ -279,7 +141,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		}
 	}
 	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
-	if req.deferMark {
+	if req.entry.deferMark {
 		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.
 			// A link batched with its page's other links is checked when
@@ -298,21 +160,21 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		return nil
 	}
 	// A redelivered queue entry took its slot on its first delivery.
-	slot := !req.redelivered
+	slot := !req.entry.redelivered
 	if slot && !c.reserveSlot(cfg) {
 		return ErrMaxRequests
 	}
 	if req.checkRevisit && !cfg.allowRevisit {
 		var added bool
 		var err error
-		if req.premark == premarkAdded || req.premark == premarkSeen {
+		if req.entry.premark == premarkAdded || req.entry.premark == premarkSeen {
 			// Marked with the rest of its queue Lease batch.
-			added = req.premark == premarkAdded
+			added = req.entry.premark == premarkAdded
 		} else {
 			added, err = c.markVisited(ctx, req.visitKey)
 		}
-		req.premark = 0
-		if err == nil && !added && !req.ownsMark {
+		req.entry.premark = 0
+		if err == nil && !added && !req.entry.ownsMark {
 			err = &AlreadyVisitedError{Destination: req.URL}
 		} else if err != nil {
 			err = &StorageError{Op: "visited", Err: err}
@@ -330,7 +192,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 
 // unadmit undoes admit for a request that could not be queued after all.
 func (c *Collector) unadmit(req *Request) {
-	if req.deferMark {
+	if req.entry.deferMark {
 		return // it took no slot and no mark
 	}
 	c.releaseSlot()
@@ -391,18 +253,185 @@ func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 	return true, st.Visited(key)
 }
 
-// parked is the politeness gate's bound for a run with workers download workers.
-// lookahead is the queue look-ahead cap (QueueLookahead).
-func (cfg *config) lookahead() int {
-	if cfg.queueLookahead > 0 {
-		return cfg.queueLookahead
+// scrape builds a request and admits it; it is the one entry of every
+// request into a crawl.
+func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header, checkRevisit bool) error {
+	req, err := c.newRequest(u, method, depth, body, ctx, hdr)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
 	}
-	return DefaultQueueLookahead
+	req.checkRevisit = checkRevisit
+	return c.submit(req)
 }
 
-func (cfg *config) parked(workers int) int {
-	if cfg.maxParked > 0 {
-		return cfg.maxParked
+// newRequest builds a request; on error it still returns a request (with
+// whatever could be parsed) so that OnError can be told which one failed.
+func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	p, err := parseURL(u)
+	if err != nil {
+		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
-	return max(256, 4*workers)
+	return c.newRequestURL(p, method, depth, body, ctx, hdr)
+}
+
+// newRequestURL is newRequest for a parsed URL, which the request keeps.
+func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	if ctx == nil {
+		ctx = NewContext()
+	}
+	if hdr == nil {
+		hdr = c.defaultHeaders()
+	}
+	req := &Request{
+		URL:       u,
+		Method:    method,
+		Headers:   &hdr,
+		Ctx:       ctx,
+		Depth:     depth,
+		ID:        c.nextID.Add(1),
+		collector: c,
+		stdCtx:    c.Context,
+		attempt:   1,
+	}
+	if h := hdr.Get("Host"); h != "" {
+		req.Host = h
+	}
+	if body != nil {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return req, fmt.Errorf("reading request body: %w", err)
+		}
+		req.bodyBytes = b
+		req.Body = bytes.NewReader(b)
+	}
+	return req, nil
+}
+
+// submit admits req and hands it to the running crawl. In sync mode, outside
+// callbacks, it then waits for the crawl to finish.
+func (c *Collector) submit(req *Request) error {
+	cfg := c.config()
+	if cfg.async {
+		_, err := c.enter(cfg, req)
+		if err != nil {
+			c.refuseMarked(req, err)
+		}
+		return err
+	}
+	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
+	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
+	id := goroutineID()
+	_, nested := c.inCallback.Load(id)
+	r, err := c.enter(cfg, req)
+	if err != nil {
+		if nested {
+			c.refuseMarked(req, err)
+		} else {
+			c.withCallbackMarkID(id, func() { c.refuseMarked(req, err) })
+		}
+		return err
+	}
+	if nested {
+		return nil
+	}
+	c.waitRun(r)
+	return req.finalErr()
+}
+
+// submitChild admits a request made by Request.Visit and its kin, which never
+// wait for the crawl. Such calls come from callbacks, whose goroutine is
+// already marked in sync mode, so no goroutine-ID lookup is needed: this is
+// the hot path of a crawl (every link of every page passes here).
+func (c *Collector) submitChild(req *Request) error {
+	cfg := c.config()
+	// A link belongs to its parent's run: a queue run's storage takes it even
+	// while the run stops, and it is admitted for good when leased.
+	if req.parentRun != nil {
+		cfg = req.parentRun.cfg
+		req.entry.deferMark = req.parentRun.queueMode
+	}
+	_, err := c.enter(cfg, req)
+	if err != nil {
+		if req.entry.deferMark && errors.Is(err, ErrStorageUnavailable) {
+			// The outage reached OnError when it began, and the link is not
+			// lost: its parent's entry goes back to the queue.
+			c.logRefusal(req, err)
+			return err
+		}
+		c.refuseMarked(req, err)
+	}
+	return err
+}
+
+// enter admits req and queues it; on failure nothing of the admission is left
+// and req.err holds the error.
+func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		return nil, err
+	}
+	r, err := c.enqueue(req, req.robotsWait)
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		return nil, err
+	}
+	return r, nil
+}
+
+// enqueue puts an admitted request into the running crawl, starting one if
+// none runs.
+//
+// A request made from a callback goes to its parent's run: a queue run's
+// storage takes it even while the run stops (the parent is acknowledged and
+// will not rediscover it); a stopped in-memory run refuses it with
+// ErrStopped rather than starting a crawl nobody waits for.
+func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
+	if pr := req.parentRun; pr != nil {
+		if pr.queueMode {
+			if req.entry.parent != nil && req.entry.parent.finished.Load() && pr.ctx.Err() != nil {
+				// A callback abandoned as stuck came back after its
+				// run stopped: its page was released, not acknowledged,
+				// and finds the link again when fetched again.
+				return nil, ErrStopped
+			}
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		c.runMu.Lock()
+		if c.run == pr {
+			defer c.runMu.Unlock()
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		if pr.aborted.Load() {
+			c.runMu.Unlock()
+			return nil, ErrStopped
+		}
+		// The parent's crawl finished on its own, so no callback of it runs:
+		// this Visit comes from user code holding on to an old request, and
+		// starts (or joins) a crawl like c.Visit.
+		c.runMu.Unlock()
+	}
+	c.runMu.Lock()
+	r := c.run
+	if r == nil {
+		var err error
+		cfg := c.snapshot()
+		r, err = c.startRun(cfg, newMemFrontier(cfg.memPendingBound), cfg.workers, false)
+		if err != nil {
+			c.runMu.Unlock()
+			return nil, err
+		}
+		c.run = r
+	}
+	if r.queueMode {
+		c.runMu.Unlock()
+		return r, r.front.push(r.ctx, req, notBefore)
+	}
+	// The in-memory push is quick and never blocks; doing it under runMu
+	// means a run is never stopped between "found running" and "pushed".
+	defer c.runMu.Unlock()
+	return r, r.front.push(r.ctx, req, notBefore)
 }

@@ -1,9 +1,12 @@
 package magpie
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -530,4 +533,47 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 		s.ownerDone.Store(nil)
 		<-s.turn
 	}, nil
+}
+
+// callingFromCallback reports whether the current goroutine is running one of
+// this collector's callbacks (see markCallbacks).
+func (c *Collector) callingFromCallback() bool {
+	_, ok := c.inCallback.Load(goroutineID())
+	return ok
+}
+
+// markCallbacks runs f with the current goroutine recorded as running this
+// collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
+// the request they are called from, so the goroutine ID (read from
+// runtime.Stack, about a microsecond) is the only way to tell a call from a
+// callback, which must not wait for the crawl it is part of, from a
+// top-level call.
+func (c *Collector) markCallbacks(_ *config, f func()) {
+	c.withCallbackMark(f)
+}
+
+func (c *Collector) withCallbackMark(f func()) {
+	c.withCallbackMarkID(goroutineID(), f)
+}
+
+// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
+func (c *Collector) withCallbackMarkID(id uint64, f func()) {
+	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
+		f()
+		return
+	}
+	defer c.inCallback.Delete(id)
+	f()
+}
+
+// goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
 }
