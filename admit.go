@@ -12,8 +12,239 @@ import (
 	"slices"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/storage"
 )
+
+// Admission: every way a request enters a crawl, in one file. The verbs:
+//
+//   - build: newRequest (and newRequestURL) make the Request.
+//   - check: admit runs every check (URL, robots.txt, MaxRequests, the
+//     visited set); unadmit undoes it.
+//   - enqueue: enqueue puts an admitted request into the running crawl's
+//     frontier, starting a crawl if none runs.
+//
+// enter is check then enqueue. Its callers are the doors: submit for a
+// top-level call (c.Visit and its kin, Request.Do, Retry, VisitSitemap; in
+// sync mode it waits for the crawl), submitChild for a link a callback found
+// (Request.Visit and its kin; it never waits), and the sitemaps robots.txt
+// names (sitemap.go). scrape, Colly's name, is build then submit. Every
+// refusal goes through refuse or refuseMarked (refusals.go).
+
+// scrape builds a request and submits it: the way in of c.Visit, c.Post,
+// c.Head and c.Request.
+func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header, checkRevisit bool) error {
+	req, err := c.newRequest(u, method, depth, body, ctx, hdr)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	req.checkRevisit = checkRevisit
+	return c.submit(req)
+}
+
+// submit admits req and hands it to the running crawl. In sync mode, outside
+// callbacks, it then waits for the crawl to finish.
+func (c *Collector) submit(req *Request) error {
+	cfg := c.config()
+	if cfg.async {
+		_, err := c.enter(cfg, req)
+		if err != nil {
+			c.refuseMarked(req, err)
+		}
+		return err
+	}
+	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
+	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
+	id := goroutineID()
+	_, nested := c.inCallback.Load(id)
+	r, err := c.enter(cfg, req)
+	if err != nil {
+		if nested {
+			c.refuseMarked(req, err)
+		} else {
+			c.withCallbackMarkID(id, func() { c.refuseMarked(req, err) })
+		}
+		return err
+	}
+	if nested {
+		return nil
+	}
+	c.waitRun(r)
+	return req.finalErr()
+}
+
+// submitChild admits a request made by Request.Visit and its kin, which never
+// wait for the crawl. Such calls come from callbacks, whose goroutine is
+// already marked in sync mode, so no goroutine-ID lookup is needed: this is
+// the hot path of a crawl (every link of every page passes here).
+func (c *Collector) submitChild(req *Request) error {
+	cfg := c.config()
+	// A link belongs to its parent's run: a queue run's storage takes it even
+	// while the run stops, and it is admitted for good when leased.
+	if req.parentRun != nil {
+		cfg = req.parentRun.cfg
+		req.entry.deferMark = req.parentRun.queueMode
+	}
+	_, err := c.enter(cfg, req)
+	if err != nil {
+		if req.entry.deferMark && errors.Is(err, ErrStorageUnavailable) {
+			// The outage reached OnError when it began, and the link is not
+			// lost: its parent's entry goes back to the queue.
+			c.logRefusal(req, err)
+			return err
+		}
+		c.refuseMarked(req, err)
+	}
+	return err
+}
+
+// newRequest builds a request; on error it still returns a request (with
+// whatever could be parsed) so that OnError can be told which one failed.
+func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	p, err := urlkey.Parse(u)
+	if err != nil {
+		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return c.newRequestURL(p, method, depth, body, ctx, hdr)
+}
+
+// newRequestURL is newRequest for a parsed URL, which the request keeps.
+func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	if ctx == nil {
+		ctx = NewContext()
+	}
+	if hdr == nil {
+		hdr = c.defaultHeaders()
+	}
+	req := &Request{
+		URL:       u,
+		Method:    method,
+		Headers:   &hdr,
+		Ctx:       ctx,
+		Depth:     depth,
+		ID:        c.nextID.Add(1),
+		collector: c,
+		stdCtx:    c.Context,
+		attempt:   1,
+	}
+	if h := hdr.Get("Host"); h != "" {
+		req.Host = h
+	}
+	if body != nil {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return req, fmt.Errorf("reading request body: %w", err)
+		}
+		req.bodyBytes = b
+		req.Body = bytes.NewReader(b)
+	}
+	return req, nil
+}
+
+// enter admits req and queues it; on failure nothing of the admission is left
+// and req.err holds the error.
+func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		return nil, err
+	}
+	r, err := c.enqueue(req, req.robotsWait)
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		return nil, err
+	}
+	return r, nil
+}
+
+// admit runs every check a request must pass before it may wait in the
+// frontier. When it returns nil the request holds a MaxRequests slot and,
+// unless it bypasses the visited check, is marked visited.
+//
+// A request with deferMark set (a link found during a queue run) takes
+// neither: it is only checked against the visited set, and gets its slot and
+// its mark when its queue entry is leased. Marking at discovery would open a
+// window — mark written, entry not yet pushed — in which a crash loses the
+// page; marking at lease time leaves only duplicates in the queue, which the
+// lease refuses.
+func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
+	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
+		return err
+	}
+	c.shared.creds.noteStart(req)
+	if req.Method != "HEAD" && isWeb(req.URL) {
+		req.robotsUA = cfg.userAgentOf(*req.Headers)
+		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
+			var pending *robotsPendingError
+			var down *hostDownError
+			switch {
+			case errors.As(err, &pending):
+				// robots.txt is unreachable for now: the request waits in
+				// the frontier (holding no worker) and is checked again
+				// when it is due (see fetch).
+				req.robotsWait = pending.Until
+			case errors.As(err, &down):
+				// The host cannot be reached: not a refusal. The request
+				// goes on, is checked again before it is sent, and fails
+				// to OnError if the host is still down (see fetch).
+				req.robotsWait = time.Now()
+			default:
+				return err
+			}
+		}
+	}
+	req.visitKey = urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
+	if req.entry.deferMark {
+		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
+			// This check only saves queue space; the lease checks for good.
+			// A link batched with its page's other links is checked when
+			// the batch is stored, in the same round trip as the push.
+			// A failing visited set must not refuse the link (its parent's
+			// entry is acknowledged, so nothing would find it again): it is
+			// queued, at worst as a duplicate the lease refuses.
+			seen, err := c.storage().IsVisited(req.visitKey)
+			if err == nil && seen {
+				return &AlreadyVisitedError{Destination: req.URL}
+			}
+			if err != nil && c.debugEnabled() {
+				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
+			}
+		}
+		return nil
+	}
+	// A redelivered queue entry took its slot on its first delivery.
+	slot := !req.entry.redelivered
+	if slot && !c.reserveSlot(cfg) {
+		return ErrMaxRequests
+	}
+	if req.checkRevisit && !cfg.allowRevisit {
+		var added bool
+		var err error
+		if req.entry.premark == premarkAdded || req.entry.premark == premarkSeen {
+			// Marked with the rest of its queue Lease batch.
+			added = req.entry.premark == premarkAdded
+		} else {
+			added, err = c.markVisited(ctx, req.visitKey)
+		}
+		req.entry.premark = 0
+		if err == nil && !added && !req.entry.ownsMark {
+			err = &AlreadyVisitedError{Destination: req.URL}
+		} else if err != nil {
+			err = &StorageError{Op: "visited", Err: err}
+		}
+		if err != nil {
+			if slot {
+				c.releaseSlot()
+			}
+			return err
+		}
+		req.marked = true
+	}
+	return nil
+}
 
 // checkURL applies the checks that need only the URL and depth: scheme,
 // depth, URL filters and domain filters. Redirect hops run it too.
@@ -104,117 +335,6 @@ func (c *Collector) checkRobotsFresh(ctx context.Context, cfg *config, u *url.UR
 	return nil
 }
 
-// admit runs every check a request must pass before it may wait in the
-// frontier. When it returns nil the request holds a MaxRequests slot and,
-// unless it bypasses the visited check, is marked visited.
-//
-// A request with deferMark set (a link found during a queue run) takes
-// neither: it is only checked against the visited set, and gets its slot and
-// its mark when its queue entry is leased. Marking at discovery would open a
-// window — mark written, entry not yet pushed — in which a crash loses the
-// page; marking at lease time leaves only duplicates in the queue, which the
-// lease refuses.
-func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
-	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
-		return err
-	}
-	c.shared.creds.noteStart(req)
-	if req.Method != "HEAD" && isWeb(req.URL) {
-		req.robotsUA = cfg.userAgentOf(*req.Headers)
-		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
-			var pending *robotsPendingError
-			var down *hostDownError
-			switch {
-			case errors.As(err, &pending):
-				// robots.txt is unreachable for now: the request waits in
-				// the frontier (holding no worker) and is checked again
-				// when it is due (see fetch).
-				req.robotsWait = pending.Until
-			case errors.As(err, &down):
-				// The host cannot be reached: not a refusal. The request
-				// goes on, is checked again before it is sent, and fails
-				// to OnError if the host is still down (see fetch).
-				req.robotsWait = time.Now()
-			default:
-				return err
-			}
-		}
-	}
-	req.visitKey = requestKey(req.Method, canonicalURL(req.URL, cfg.sortQuery), req.bodyBytes)
-	if req.entry.deferMark {
-		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
-			// This check only saves queue space; the lease checks for good.
-			// A link batched with its page's other links is checked when
-			// the batch is stored, in the same round trip as the push.
-			// A failing visited set must not refuse the link (its parent's
-			// entry is acknowledged, so nothing would find it again): it is
-			// queued, at worst as a duplicate the lease refuses.
-			seen, err := c.storage().IsVisited(req.visitKey)
-			if err == nil && seen {
-				return &AlreadyVisitedError{Destination: req.URL}
-			}
-			if err != nil && c.debugEnabled() {
-				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
-			}
-		}
-		return nil
-	}
-	// A redelivered queue entry took its slot on its first delivery.
-	slot := !req.entry.redelivered
-	if slot && !c.reserveSlot(cfg) {
-		return ErrMaxRequests
-	}
-	if req.checkRevisit && !cfg.allowRevisit {
-		var added bool
-		var err error
-		if req.entry.premark == premarkAdded || req.entry.premark == premarkSeen {
-			// Marked with the rest of its queue Lease batch.
-			added = req.entry.premark == premarkAdded
-		} else {
-			added, err = c.markVisited(ctx, req.visitKey)
-		}
-		req.entry.premark = 0
-		if err == nil && !added && !req.entry.ownsMark {
-			err = &AlreadyVisitedError{Destination: req.URL}
-		} else if err != nil {
-			err = &StorageError{Op: "visited", Err: err}
-		}
-		if err != nil {
-			if slot {
-				c.releaseSlot()
-			}
-			return err
-		}
-		req.marked = true
-	}
-	return nil
-}
-
-// unadmit undoes admit for a request that could not be queued after all.
-func (c *Collector) unadmit(req *Request) {
-	if req.entry.deferMark {
-		return // it took no slot and no mark
-	}
-	c.releaseSlot()
-	c.forgetVisited(req)
-}
-
-// forgetVisited removes a failed request's visited mark so that it may be
-// tried again later.
-func (c *Collector) forgetVisited(req *Request) {
-	if !req.marked {
-		return
-	}
-	req.marked = false
-	keys := append([]uint64{req.visitKey}, req.redirectKeys...)
-	req.redirectKeys = nil
-	if vs, ok := c.storage().(storage.VisitedSet); ok {
-		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
-			c.logger.Warn("forgetting a failed request", "url", req.URL.Redacted(), "err", err)
-		}
-	}
-}
-
 // reserveSlot takes one of MaxRequests slots with a CAS loop, so that the
 // limit holds exactly however many goroutines admit at once.
 func (c *Collector) reserveSlot(cfg *config) bool {
@@ -251,135 +371,6 @@ func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 		return false, err
 	}
 	return true, st.Visited(key)
-}
-
-// scrape builds a request and admits it; it is the one entry of every
-// request into a crawl.
-func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header, checkRevisit bool) error {
-	req, err := c.newRequest(u, method, depth, body, ctx, hdr)
-	if err != nil {
-		req.err = err
-		c.refuse(req, err)
-		return err
-	}
-	req.checkRevisit = checkRevisit
-	return c.submit(req)
-}
-
-// newRequest builds a request; on error it still returns a request (with
-// whatever could be parsed) so that OnError can be told which one failed.
-func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
-	p, err := parseURL(u)
-	if err != nil {
-		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
-		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
-	}
-	return c.newRequestURL(p, method, depth, body, ctx, hdr)
-}
-
-// newRequestURL is newRequest for a parsed URL, which the request keeps.
-func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
-	if ctx == nil {
-		ctx = NewContext()
-	}
-	if hdr == nil {
-		hdr = c.defaultHeaders()
-	}
-	req := &Request{
-		URL:       u,
-		Method:    method,
-		Headers:   &hdr,
-		Ctx:       ctx,
-		Depth:     depth,
-		ID:        c.nextID.Add(1),
-		collector: c,
-		stdCtx:    c.Context,
-		attempt:   1,
-	}
-	if h := hdr.Get("Host"); h != "" {
-		req.Host = h
-	}
-	if body != nil {
-		b, err := io.ReadAll(body)
-		if err != nil {
-			return req, fmt.Errorf("reading request body: %w", err)
-		}
-		req.bodyBytes = b
-		req.Body = bytes.NewReader(b)
-	}
-	return req, nil
-}
-
-// submit admits req and hands it to the running crawl. In sync mode, outside
-// callbacks, it then waits for the crawl to finish.
-func (c *Collector) submit(req *Request) error {
-	cfg := c.config()
-	if cfg.async {
-		_, err := c.enter(cfg, req)
-		if err != nil {
-			c.refuseMarked(req, err)
-		}
-		return err
-	}
-	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
-	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
-	id := goroutineID()
-	_, nested := c.inCallback.Load(id)
-	r, err := c.enter(cfg, req)
-	if err != nil {
-		if nested {
-			c.refuseMarked(req, err)
-		} else {
-			c.withCallbackMarkID(id, func() { c.refuseMarked(req, err) })
-		}
-		return err
-	}
-	if nested {
-		return nil
-	}
-	c.waitRun(r)
-	return req.finalErr()
-}
-
-// submitChild admits a request made by Request.Visit and its kin, which never
-// wait for the crawl. Such calls come from callbacks, whose goroutine is
-// already marked in sync mode, so no goroutine-ID lookup is needed: this is
-// the hot path of a crawl (every link of every page passes here).
-func (c *Collector) submitChild(req *Request) error {
-	cfg := c.config()
-	// A link belongs to its parent's run: a queue run's storage takes it even
-	// while the run stops, and it is admitted for good when leased.
-	if req.parentRun != nil {
-		cfg = req.parentRun.cfg
-		req.entry.deferMark = req.parentRun.queueMode
-	}
-	_, err := c.enter(cfg, req)
-	if err != nil {
-		if req.entry.deferMark && errors.Is(err, ErrStorageUnavailable) {
-			// The outage reached OnError when it began, and the link is not
-			// lost: its parent's entry goes back to the queue.
-			c.logRefusal(req, err)
-			return err
-		}
-		c.refuseMarked(req, err)
-	}
-	return err
-}
-
-// enter admits req and queues it; on failure nothing of the admission is left
-// and req.err holds the error.
-func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
-	if err := c.admit(req.stdContext(), cfg, req); err != nil {
-		req.err = err
-		return nil, err
-	}
-	r, err := c.enqueue(req, req.robotsWait)
-	if err != nil {
-		c.unadmit(req)
-		req.err = err
-		return nil, err
-	}
-	return r, nil
 }
 
 // enqueue puts an admitted request into the running crawl, starting one if
@@ -434,4 +425,29 @@ func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 	// means a run is never stopped between "found running" and "pushed".
 	defer c.runMu.Unlock()
 	return r, r.front.push(r.ctx, req, notBefore)
+}
+
+// unadmit undoes admit for a request that could not be queued after all.
+func (c *Collector) unadmit(req *Request) {
+	if req.entry.deferMark {
+		return // it took no slot and no mark
+	}
+	c.releaseSlot()
+	c.forgetVisited(req)
+}
+
+// forgetVisited removes a failed request's visited mark so that it may be
+// tried again later.
+func (c *Collector) forgetVisited(req *Request) {
+	if !req.marked {
+		return
+	}
+	req.marked = false
+	keys := append([]uint64{req.visitKey}, req.redirectKeys...)
+	req.redirectKeys = nil
+	if vs, ok := c.storage().(storage.VisitedSet); ok {
+		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
+			c.logger.Warn("forgetting a failed request", "url", req.URL.Redacted(), "err", err)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xmlquery"
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"golang.org/x/net/html"
 )
 
@@ -139,7 +140,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 			href, _ := attrOf(base.Attr, "href")
 			// Resolved as a browser does: the WHATWG parser drops tabs and
 			// newlines inside the href, which net/url refuses.
-			if b, err := resolveRef(req.URL, strings.TrimSpace(href)); err == nil {
+			if b, err := urlkey.Resolve(req.URL, strings.TrimSpace(href)); err == nil {
 				req.baseURL = b
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
 )
@@ -289,7 +290,7 @@ func (c *Collector) checkVisited(method, u string, body []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return c.storage().IsVisited(requestKey(method, canonicalURL(p, c.SortQuery), body))
+	return c.storage().IsVisited(urlkey.RequestKey(method, urlkey.Canonical(p, c.SortQuery), body))
 }
 
 // UnmarshalRequest rebuilds a Request from Request.Marshal's output. The

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 )
 
@@ -146,7 +147,7 @@ func (x *exchange) fromCache() bool {
 	if !x.useCache {
 		return false
 	}
-	cr, ok := cfg.cache.get(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)))
+	cr, ok := cfg.cache.get(cacheKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery)))
 	if !ok {
 		return false
 	}
@@ -266,7 +267,7 @@ func (x *exchange) send() {
 		// A body cut at MaxBodySize is not the page: cached, it would be
 		// replayed as whole (Truncated false) to this run and the next.
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
-		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
+		if err := cfg.cache.put(cacheKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery)), cr); err != nil {
 			c.logger.Warn("caching response", "url", req.URL.Redacted(), "err", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -681,7 +682,7 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 	req.entry.redelivered = e.Deliveries > 1
 	if req.entry.admitted {
 		if req.marked {
-			req.visitKey = requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes)
+			req.visitKey = urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, f.cfg.sortQuery), req.bodyBytes)
 		}
 	} else {
 		// A redelivered entry was admitted on its first delivery (unless a
@@ -767,7 +768,7 @@ func (f *queueFrontier) premark(ctx context.Context, es []storage.Entry) {
 		if req.entry.admitted {
 			continue
 		}
-		req.visitKey = requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes)
+		req.visitKey = urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, f.cfg.sortQuery), req.bodyBytes)
 		keys = append(keys, req.visitKey)
 		reqs = append(reqs, req)
 	}
@@ -1153,5 +1154,5 @@ func (f *queueFrontier) forgetPushed(req *Request) {
 	if len(f.pushed) == 0 {
 		return
 	}
-	delete(f.pushed, requestKey(req.Method, canonicalURL(req.URL, f.cfg.sortQuery), req.bodyBytes))
+	delete(f.pushed, urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, f.cfg.sortQuery), req.bodyBytes))
 }

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
 )
@@ -363,7 +364,7 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 	}
 	cycle := slices.ContainsFunc(via, func(v *http.Request) bool { return sameURL(v.URL, next.URL, cfg.sortQuery) })
 	if req.checkRevisit && !cfg.allowRevisit && !cycle {
-		key := requestKey(next.Method, canonicalURL(next.URL, cfg.sortQuery), nil)
+		key := urlkey.RequestKey(next.Method, urlkey.Canonical(next.URL, cfg.sortQuery), nil)
 		added, err := c.markVisited(next.Context(), key)
 		if err != nil {
 			return err
@@ -393,7 +394,7 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 }
 
 func sameURL(a, b *url.URL, sortQuery bool) bool {
-	return canonicalURL(a, sortQuery) == canonicalURL(b, sortQuery)
+	return urlkey.Canonical(a, sortQuery) == urlkey.Canonical(b, sortQuery)
 }
 
 // fetched is the raw outcome of one HTTP exchange, before callbacks.

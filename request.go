@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 )
 
@@ -173,7 +174,7 @@ func (r *Request) AbsoluteURL(u string) string {
 }
 
 // resolve is AbsoluteURL before the final String; nil stands for "". The
-// href is read as browsers read it (see hrefParser) and keeps its fragment;
+// href is read as browsers read it (see urlkey.Resolve) and keeps its fragment;
 // visited keys drop it.
 func (r *Request) resolve(u string) *url.URL {
 	if isFragmentOnly(u) {
@@ -186,7 +187,7 @@ func (r *Request) resolve(u string) *url.URL {
 	if base == nil {
 		return nil
 	}
-	abs, err := resolveRef(base, u)
+	abs, err := urlkey.Resolve(base, u)
 	if err != nil {
 		return nil
 	}
