@@ -86,11 +86,38 @@ const autoWorkerIdle = time.Second
 
 // startRun starts a crawl over front with workers download workers; workers
 // <= 0 sizes the pool by the limits (MaxWorkers, DefaultHostParallelism).
+// It builds the run, starts the scheduler's stages, and spawns the run's
+// own goroutines (doc.go's Concurrency section names each).
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
 	auto := workers <= 0
 	if auto {
 		workers = MaxWorkers
 	}
+	r := c.newRun(cfg, front, workers, auto, queueMode)
+	if err := r.startStages(workers, auto); err != nil {
+		// The gate is registered with the shared limiter, which would
+		// otherwise keep it.
+		r.stopFeed()
+		r.cancel()
+		r.gate.Close()
+		return nil, err
+	}
+	r.spawn(r.feed)
+	r.spawn(r.dispatch)
+	r.spawn(r.drainErrors)
+	if done := cfg.stdCtx.Done(); done != nil {
+		r.spawn(func() { r.reapAfter(done) })
+	}
+	if cfg.progressEvery > 0 {
+		r.spawn(func() { r.progress(r.ctx, cfg.progressEvery) })
+	}
+	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
+	return r, nil
+}
+
+// newRun builds a run over front, its gate registered with the shared
+// limiter; nothing runs yet.
+func (c *Collector) newRun(cfg *config, front frontier, workers int, auto, queueMode bool) *run {
 	c.shared.backend.keepIdleFor(workers)
 	parked := cfg.parked(workers)
 	if queueMode && cfg.maxParked == 0 {
@@ -115,25 +142,25 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		r.gate.SetHostCap(DefaultHostParallelism)
 	}
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
-	// fail undoes what startRun did so far: the gate is registered with
-	// the shared limiter, which would otherwise keep it.
-	fail := func(err error) (*run, error) {
-		r.stopFeed()
-		cancel()
-		r.gate.Close()
-		return nil, err
-	}
+	return r
+}
+
+// startStages starts the scheduler's download, analysis and item stages
+// (run.download, run.analyze, run.processItemGuarded) with workers download
+// and analysis workers; auto makes those pools follow the downloads the
+// limits let start.
+func (r *run) startStages(workers int, auto bool) error {
 	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	a, err := scheduler.NewAnalyzer[*Response, item]("", nil, nil, r.analyze)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItemGuarded)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	da := scheduler.DataArgs{
 		Request:         scheduler.PoolArgs{BufferCap: workers, MaxBufferNumber: 2},
@@ -155,23 +182,13 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		Pipelines:   []scheduler.Pipeline[item]{p},
 	}
 	if err := r.sched.Init(da, ma); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := r.sched.Start(ctx); err != nil {
-		return fail(err)
+	if err := r.sched.Start(r.ctx); err != nil {
+		return err
 	}
-	r.spawn(r.feed)
-	r.spawn(r.dispatch)
-	r.spawn(r.drainErrors)
-	c.counts.start(time.Now())
-	if done := cfg.stdCtx.Done(); done != nil {
-		r.spawn(func() { r.reapAfter(done) })
-	}
-	if cfg.progressEvery > 0 {
-		r.spawn(func() { r.progress(ctx, cfg.progressEvery) })
-	}
-	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
-	return r, nil
+	r.c.counts.start(time.Now())
+	return nil
 }
 
 // spawn starts a goroutine of the run, counted in wg: shutdown waits for
