@@ -410,7 +410,7 @@ func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 	if r == nil {
 		var err error
 		cfg := c.snapshot()
-		r, err = c.startRun(cfg, newMemFrontier(cfg.memPendingBound), cfg.workers, false)
+		r, err = c.startRun(cfg, newMemFrontier(pendingBound(cfg.maxPending)), cfg.workers, false)
 		if err != nil {
 			c.runMu.Unlock()
 			return nil, err

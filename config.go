@@ -32,12 +32,12 @@ type settings struct {
 	stopGrace time.Duration
 	// busyRetries is BusyRetries' bound (0: DefaultBusyRetries, < 0: none).
 	busyRetries int
-	// sitemapsFromRobots and sitemapSince are set by SitemapsFromRobots
-	// and SitemapModifiedSince.
-	sitemapsFromRobots bool
-	sitemapSince       time.Time
+	// sitemapSince and sitemapsFromRobots are set by SitemapModifiedSince
+	// and SitemapsFromRobots.
+	sitemapSince time.Time
 	// progressEvery is ProgressInterval's period (0: no progress line).
-	progressEvery time.Duration
+	progressEvery      time.Duration
+	sitemapsFromRobots bool
 }
 
 // defaultSettings are NewCollector's (and Init's): a silent logger, every
@@ -51,34 +51,34 @@ func defaultSettings() settings {
 type config struct {
 	userAgent         string
 	maxDepth          int
-	maxRequests       uint32
 	allowedDomains    []string
 	disallowedDomains []string
 	disallowedURLs    []*regexp.Regexp
 	urlFilters        []*regexp.Regexp
-	allowRevisit      bool
 	maxBodySize       int
 	cacheDir          string
 	cacheExpiration   time.Duration
-	ignoreRobots      bool
-	async             bool
-	parseHTTPErrors   bool
-	detectCharset     bool
-	checkHead         bool
-	traceHTTP         bool
-	sortQuery         bool
-	// settings are the collector's knobs as the crawl started.
+	// settings are the collector's knobs as the crawl started (the
+	// in-memory frontier's bound is pendingBound(maxPending)).
 	settings
-	// memPendingBound is the in-memory frontier's bound, settings.maxPending
-	// through pendingBound; 0: none.
-	memPendingBound    int
-	stdCtx             context.Context
-	cache              *fileCache
-	redirectMaxHops    int
-	redirectCheckDepth bool
+	stdCtx          context.Context
+	cache           *fileCache
+	redirectMaxHops int
 	// otherScheme reports whether the transport serves a scheme other than
 	// http and https (a protocol registered on it, such as "file").
 	otherScheme func(scheme string) bool
+	// The small fields last, together, so that a snapshot stays in the
+	// allocation size class it had before settings were one value.
+	maxRequests        uint32
+	allowRevisit       bool
+	ignoreRobots       bool
+	async              bool
+	parseHTTPErrors    bool
+	detectCharset      bool
+	checkHead          bool
+	traceHTTP          bool
+	sortQuery          bool
+	redirectCheckDepth bool
 }
 
 // config returns the running crawl's snapshot, or a fresh one when no crawl runs.
@@ -113,7 +113,6 @@ func (c *Collector) snapshot() *config {
 		traceHTTP:          c.TraceHTTP,
 		sortQuery:          c.SortQuery,
 		settings:           c.settings,
-		memPendingBound:    pendingBound(c.maxPending),
 		stdCtx:             c.Context,
 		redirectMaxHops:    10,
 		redirectCheckDepth: true,
