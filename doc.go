@@ -32,6 +32,7 @@
 // The package is flat, as Colly's is; its files follow the journey:
 //
 //	admission    admit.go           every way in: build (newRequest), check (admit), enqueue
+//	             internal/urlkey    links read as browsers do, canonical URLs, visited keys
 //	             config.go          the settings a crawl runs with (config, settings)
 //	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
 //	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs

@@ -32,8 +32,7 @@ type DataArgs struct {
 	Response PoolArgs `json:"response"`
 	Item     PoolArgs `json:"item"`
 	// ErrorBuffer is the capacity of the Errors() channel; when it is full
-	// further errors are dropped and counted in Summary. 0 means every error
-	// is dropped (and counted).
+	// further errors are dropped. 0 means every error is dropped.
 	ErrorBuffer     int `json:"error_buffer"`
 	DownloadWorkers int `json:"download_workers"`
 	AnalyzeWorkers  int `json:"analyze_workers"`

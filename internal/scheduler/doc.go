@@ -26,7 +26,7 @@
 //	                                                  ▼
 //	                              PipelineWorkers × Pipeline.Send (item processors)
 //
-//	every stage ──► error channel (bounded; overflow counted) ──► Errors()
+//	every stage ──► error channel (bounded; overflow dropped) ──► Errors()
 //
 // Requests enter only through Submit, which blocks while the request pool
 // is full; the root's dispatcher calls it, never a module. New links a
@@ -44,7 +44,7 @@
 // *TransitionError. Stop (or cancelling Start's context) cancels in-flight
 // work, waits for every goroutine the scheduler started, runs the AfterStop
 // functions, and hands back what was still queued through Leftovers (the
-// root analyses leftover responses of a queue run) and Summary.
+// root analyses leftover responses of a queue run).
 //
 // A panic in a module or a parser is recovered and reported as a
 // *StageError wrapping ErrPanic; the worker goes on with the next request.

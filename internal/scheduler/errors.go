@@ -22,9 +22,6 @@ var (
 	ErrNotFound = errors.New("scheduler: module not found")
 	// ErrNotStarted is returned by Submit when the scheduler is not started.
 	ErrNotStarted = errors.New("scheduler: not started")
-	// ErrStopped is returned by Wait when the run was stopped before it became
-	// idle.
-	ErrStopped = errors.New("scheduler: stopped")
 	// ErrPanic is wrapped by the error reported when a module panics.
 	ErrPanic = errors.New("scheduler: module panicked")
 )

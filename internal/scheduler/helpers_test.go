@@ -23,10 +23,23 @@ type treeCrawl struct {
 	mu        sync.Mutex // guards downloads, items
 	downloads map[int]int
 	items     int
+	// more is signalled with each item the pipeline takes.
+	more *sync.Cond
 }
 
 func newTreeCrawl(n int) *treeCrawl {
-	return &treeCrawl{n: n, downloads: make(map[int]int)}
+	tc := &treeCrawl{n: n, downloads: make(map[int]int)}
+	tc.more = sync.NewCond(&tc.mu)
+	return tc
+}
+
+// wait blocks until the pipeline has taken n items in all.
+func (tc *treeCrawl) wait(n int) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for tc.items < n {
+		tc.more.Wait()
+	}
 }
 
 func (tc *treeCrawl) download(ctx context.Context, req int) (int, error) {
@@ -43,6 +56,7 @@ func (tc *treeCrawl) parse(ctx context.Context, resp int, body io.Reader) ([]int
 func (tc *treeCrawl) pipe(ctx context.Context, item int) (int, error) {
 	tc.mu.Lock()
 	tc.items++
+	tc.more.Broadcast()
 	tc.mu.Unlock()
 	return item, nil
 }

@@ -62,16 +62,6 @@ type CalculateScore func(Counts) uint64
 // with calls still running counts as busier than one without.
 func DefaultScore(c Counts) uint64 { return c.Called + c.Handling }
 
-// ModuleSummary is a snapshot of a module for Summary.
-type ModuleSummary struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Addr   string `json:"addr"`
-	Score  uint64 `json:"score"`
-	Counts Counts `json:"counts"`
-	Extra  any    `json:"extra,omitempty"`
-}
-
 // Module is what every downloader, analyzer and pipeline is. Implementations
 // must be safe for concurrent use.
 type Module interface {
@@ -81,7 +71,6 @@ type Module interface {
 	Type() Type
 	Score() uint64
 	Counts() Counts
-	Summary() ModuleSummary
 }
 
 // serials hands out module serial numbers per type, from 1. They are
@@ -128,11 +117,6 @@ func (b *base) Counts() Counts {
 }
 
 func (b *base) Score() uint64 { return b.score(b.Counts()) }
-
-func (b *base) Summary() ModuleSummary {
-	c := b.Counts()
-	return ModuleSummary{ID: b.id, Type: b.typ.String(), Addr: b.addr, Score: b.score(c), Counts: c}
-}
 
 // begin counts a call; it reports false (and counts nothing more) when ctx is
 // already done. The caller must call end if begin returned true.

@@ -76,14 +76,3 @@ func (r *Registrar) Get(t Type) (Module, error) {
 	}
 	return best, nil
 }
-
-// sorted returns every module ordered by type then ID.
-func (r *Registrar) sorted() []Module {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []Module
-	for _, list := range r.byType {
-		out = append(out, list...)
-	}
-	return out
-}

@@ -12,7 +12,7 @@ import (
 
 // run is everything one Init…Stop cycle owns. Init builds it whole; Start
 // adds the context and goroutines; Stop tears it down. A new Init makes a new
-// run, so a stopped run's state stays readable for Summary.
+// run, so a stopped run's leftovers stay readable.
 type run[Req, Resp, Item any] struct {
 	da  DataArgs
 	reg *Registrar
@@ -24,8 +24,6 @@ type run[Req, Resp, Item any] struct {
 	errs       chan error
 	errMu      sync.RWMutex // guards errsClosed against sends racing the close
 	errsClosed bool
-
-	pending *pending
 
 	// Set by Start before the status becomes started, read after.
 	ctx       context.Context
@@ -45,7 +43,6 @@ type run[Req, Resp, Item any] struct {
 	// Stop waits for done only then (a status set by other means has no
 	// shutdown to wait for).
 	shuttingDown atomic.Bool
-	stoppedBusy  atomic.Bool // Stop found work still pending
 
 	leftMu sync.Mutex // guards left
 	left   Leftovers[Req, Resp, Item]
@@ -54,25 +51,6 @@ type run[Req, Resp, Item any] struct {
 	// afterFns are the AfterStop functions, run once the run is shut down.
 	afterFns []func()
 	afterRan bool
-
-	stats stats
-}
-
-// stats are the run's counters for Summary.
-type stats struct {
-	requestsAccepted   atomic.Uint64
-	requestsDownloaded atomic.Uint64
-	requestsFailed     atomic.Uint64
-	requestsCancelled  atomic.Uint64
-	responsesAnalyzed  atomic.Uint64
-	itemsAccepted      atomic.Uint64
-	itemsDone          atomic.Uint64
-	errorsSent         atomic.Uint64
-	errorsDropped      atomic.Uint64
-	panics             atomic.Uint64
-	leftRequests       atomic.Uint64
-	leftResponses      atomic.Uint64
-	leftItems          atomic.Uint64
 }
 
 // Leftovers are the requests, responses and items a stopped run still held:
@@ -89,7 +67,6 @@ func newRun[Req, Resp, Item any](da DataArgs) (*run[Req, Resp, Item], error) {
 		da:        da,
 		reg:       NewRegistrar(),
 		errs:      make(chan error, da.ErrorBuffer),
-		pending:   newPending(),
 		done:      make(chan struct{}),
 		afterDone: make(chan struct{}),
 	}
@@ -147,11 +124,6 @@ func (r *run[Req, Resp, Item]) shutdown() {
 	r.leaveRequests(r.reqs.Close()...)
 	r.leaveResponses(r.resps.Close()...)
 	r.leaveItems(r.items.Close()...)
-
-	if r.pending.load() != 0 {
-		r.stoppedBusy.Store(true)
-	}
-	r.pending.reset()
 }
 
 // closeErrors closes the error channel: the last step of stopping, so that a
@@ -167,7 +139,6 @@ func (r *run[Req, Resp, Item]) leaveRequests(v ...Req) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftRequests.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Requests = append(r.left.Requests, v...)
 	r.leftMu.Unlock()
@@ -177,7 +148,6 @@ func (r *run[Req, Resp, Item]) leaveResponses(v ...Resp) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftResponses.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Responses = append(r.left.Responses, v...)
 	r.leftMu.Unlock()
@@ -187,7 +157,6 @@ func (r *run[Req, Resp, Item]) leaveItems(v ...Item) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftItems.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Items = append(r.left.Items, v...)
 	r.leftMu.Unlock()
@@ -197,28 +166,18 @@ func (r *run[Req, Resp, Item]) leaveItems(v ...Item) {
 // channel is full (nobody reads it) the error is counted as dropped. Errors
 // that are only the run's own cancellation are counted, not sent.
 func (r *run[Req, Resp, Item]) report(stage, id string, err error) {
-	if errors.Is(err, ErrPanic) {
-		r.stats.panics.Add(1)
-	}
 	if ctxErr := r.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return
 	}
 	e := &StageError{Stage: stage, ModuleID: id, Err: err}
 	r.errMu.RLock()
-	sent := false
 	if !r.errsClosed {
 		select {
 		case r.errs <- e:
-			sent = true
 		default:
 		}
 	}
 	r.errMu.RUnlock()
-	if sent {
-		r.stats.errorsSent.Add(1)
-	} else {
-		r.stats.errorsDropped.Add(1)
-	}
 }
 
 // errRetire ends an elastic worker that found no work for WorkerIdle.

@@ -134,22 +134,19 @@ func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) er
 		return ErrNotStarted
 	}
 	for _, req := range reqs {
-		r.pending.add(1)
 		if err := r.reqs.Put(ctx, req); err != nil {
-			r.pending.add(-1)
 			if errors.Is(err, buffer.ErrClosed) {
 				return ErrNotStarted
 			}
 			return err
 		}
-		r.stats.requestsAccepted.Add(1)
 		r.growDownload()
 	}
 	return nil
 }
 
 // Stop cancels in-flight work through the run's context, waits for every
-// goroutine the scheduler started, and records in Summary (and Leftovers) the
+// goroutine the scheduler started, and records in Leftovers the
 // requests, responses and items still queued. It is allowed only when
 // started; a run that its context stopped reports a *TransitionError, once
 // its workers have exited.
@@ -228,43 +225,12 @@ func (r *run[Req, Resp, Item]) runAfterStop() {
 // Errors returns the channel every stage reports to, as *StageError values;
 // a recovered panic wraps ErrPanic. The channel is closed when the run stops
 // and replaced by Init. It is buffered (DataArgs.ErrorBuffer): when nobody
-// reads, errors are dropped and counted in Summary rather than blocking the
-// crawl. Before the first Init it returns nil.
+// reads, errors are dropped rather than blocking the crawl. Before the first Init it returns nil.
 func (s *Scheduler[Req, Resp, Item]) Errors() <-chan error {
 	if r := s.run.Load(); r != nil {
 		return r.errs
 	}
 	return nil
-}
-
-// Wait blocks until the scheduler is idle, including work added while
-// waiting, and returns nil. It returns ctx.Err() if ctx is done first, and
-// ErrStopped if the run was stopped with work still pending.
-func (s *Scheduler[Req, Resp, Item]) Wait(ctx context.Context) error {
-	for {
-		r := s.run.Load()
-		if r == nil {
-			return nil
-		}
-		idle := r.pending.wait()
-		select {
-		case <-idle:
-		case <-r.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		select {
-		case <-r.done:
-			if r.stoppedBusy.Load() {
-				return ErrStopped
-			}
-			return nil
-		default:
-		}
-		if r.pending.load() == 0 {
-			return nil
-		}
-	}
 }
 
 // Leftovers returns what the last stopped run still held when it stopped
