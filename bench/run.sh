@@ -9,8 +9,9 @@
 #   RUNS=N         runs per (scenario, impl); default 3 (QUICK: 1); medians are reported
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
 #   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
-#                  scenario "storage" (see below) is never run by default
-#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones;
+#                  scenarios "storage", "cluster" and "issue20" (see below) are never run by default
+#   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
+#                  and issue 20's (*-queue-add*, which run in the issue20 scenario or when named here);
 #                  magpie-queue-redis (the queue on redisstore) starts a redis-server of its own
 #                  (or uses $REDIS_ADDR) and is left out of the default when redis-server is missing
 #   TP_LATENCIES="0ms 5ms"        the throughput scenario's site latencies
@@ -48,6 +49,26 @@
 # of 4 goroutines, each on the node and on the cluster. Its results replace
 # only the "## Redis Cluster" section of $OUT.
 #
+# The issue20 scenario (SCENARIOS=issue20, opt-in) measures the rows of issue
+# 20's table in one run: every crawler of $I20_IMPLS once per round on a site of
+# $I20_PAGES pages (default 20,000; QUICK: 1,000) of 16 KB with 10 links at
+# 0 ms latency, $I20_P threads or workers (default 64), then the crawlers of
+# $I20_RSS_IMPLS on $I20_RSS_PAGES pages (default 200,000; QUICK: 10,000), $MEM_RUNS
+# round(s), for their peak RSS. Defaults:
+#   I20_IMPLS="raw colly-async magpie-async magpie-queue magpie-queue-add
+#              magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis
+#              magpie-queue-add-redis"
+#   I20_RSS_IMPLS="magpie-queue magpie-queue-add colly-queue-add"
+# (IMPLS does not apply), each magpie-* one followed by IMPL@old when OLD_REF is
+# set; impls that were not built (MAGPIE=0, no redis-server) are left out. Its
+# results (issue 20's table of ratios, old beside new, then the crawls' own
+# tables) replace only the "## Issue 20: Colly's queue idiom" section of $OUT,
+# at its end, with the load average seen at each crawl's start (the machine
+# may be shared). With RUNS=1 MEM_RUNS=1 and OLD_REF set it took 17.5 minutes
+# on 2 cores at a load average of 9-18 (the five 200,000-page crawls 11 of
+# them, the AddURL crawls on SQLite and Redis about a minute each); less on a
+# quieter machine.
+#
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
 # the brief's sizes is throughput at latency 5 ms with P=1, which is crawled
@@ -72,6 +93,8 @@ if [[ $QUICK == 1 ]]; then
 	REDIS_PAGES=${REDIS_PAGES:-500}
 	CL_PAGES=${CL_PAGES:-20}
 	OPS_FOR=${OPS_FOR:-3s}
+	I20_PAGES=${I20_PAGES:-1000}
+	I20_RSS_PAGES=${I20_RSS_PAGES:-10000}
 else
 	RUNS=${RUNS:-3}
 	TP_PAGES=${TP_PAGES:-20000}
@@ -84,7 +107,12 @@ else
 	REDIS_PAGES=${REDIS_PAGES:-5000}
 	CL_PAGES=${CL_PAGES:-250}
 	OPS_FOR=${OPS_FOR:-10s}
+	I20_PAGES=${I20_PAGES:-20000}
+	I20_RSS_PAGES=${I20_RSS_PAGES:-200000}
 fi
+I20_P=${I20_P:-64}
+I20_IMPLS=${I20_IMPLS:-"raw colly-async magpie-async magpie-queue magpie-queue-add magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis magpie-queue-add-redis"}
+I20_RSS_IMPLS=${I20_RSS_IMPLS:-"magpie-queue magpie-queue-add colly-queue-add"}
 CL_HOSTS=${CL_HOSTS:-20}
 CL_P=${CL_P:-8}
 CLUSTER_ADDRS=${CLUSTER_ADDRS:-}
@@ -136,9 +164,11 @@ if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 fi
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
-default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' | tr '\n' ' ')
+# issue 20's Colly-idiom queue crawlers (*-queue-add*) to its scenario.
+default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' -e '-queue-add' | tr '\n' ' ')
 if [[ -z $REDIS_ADDR ]] && ! command -v redis-server >/dev/null 2>&1; then
 	default_impls=$(echo $default_impls | tr ' ' '\n' | grep -v '^magpie-queue-redis' | tr '\n' ' ')
+	all_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-queue-redis' -e '^magpie-queue-add-redis' | tr '\n' ' ')
 fi
 IMPLS=${IMPLS:-$default_impls}
 # APPEND=1 keeps the JSON lines of an earlier run (say, another latency) so
@@ -182,7 +212,9 @@ crawl() {
 		run_impl=${impl%@old}
 	fi
 	local extra=()
-	[[ $run_impl == magpie-queue-redis ]] && extra=(-redis "$redis_addr")
+	[[ $run_impl == magpie-queue-redis || $run_impl == magpie-queue-add-redis ]] && extra=(-redis "$redis_addr")
+	# The load on a shared machine, for the issue 20 section.
+	[[ $scenario == issue20* ]] && cut -d' ' -f1 /proc/loadavg >>"$bin/i20-load"
 	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$run_impl" -url "$base/" "${extra[@]}" "$@" || true)
 	res=${res/\"impl\":\"$run_impl\"/\"impl\":\"$impl\"}
 	[[ -n $res ]] || res="{\"impl\":\"$impl\",\"err\":\"crawl produced no result\"}"
@@ -317,9 +349,34 @@ cluster_scenario() {
 	done
 }
 
+# i20_impls LIST — the impls of LIST that were built, each magpie-* one
+# followed by its IMPL@old when OLD_REF built one.
+i20_impls() {
+	local impl out=""
+	for impl in $1; do
+		[[ " $all_impls " == *" $impl "* ]] && out="$out $impl"
+		[[ $impl == magpie-* && " $all_impls " == *" $impl@old "* ]] && out="$out $impl@old"
+	done
+	echo $out
+}
+
+# issue20_scenario — see the header. Sets $i20_wall (seconds).
+issue20_scenario() {
+	local t0=$SECONDS saved=$IMPLS
+	IMPLS=$(i20_impls "$I20_IMPLS")
+	start_site -pages "$I20_PAGES" -size 16 -links 10
+	runs "$RUNS" issue20 "${I20_PAGES}p 16KB lat=0ms P=$I20_P" 0 -p "$I20_P"
+	IMPLS=$(i20_impls "$I20_RSS_IMPLS")
+	start_site -pages "$I20_RSS_PAGES" -size 16 -links 10
+	runs "$MEM_RUNS" issue20-rss "${I20_RSS_PAGES}p 16KB lat=0ms P=$I20_P" 0 -p "$I20_P"
+	IMPLS=$saved
+	i20_wall=$((SECONDS - t0))
+}
+
 # The queue-on-Redis crawlers need a Redis server in every scenario.
 redis_addr=""
-if [[ " $IMPLS " == *" magpie-queue-redis"* ]]; then
+if [[ " $IMPLS " == *" magpie-queue-redis"* || " $IMPLS " == *" magpie-queue-add-redis"* ]] ||
+	[[ " $SCENARIOS " == *" issue20 "* && " $(i20_impls "$I20_IMPLS $I20_RSS_IMPLS") " == *-redis* ]]; then
 	start_redis
 fi
 
@@ -357,6 +414,9 @@ for sc in $SCENARIOS; do
 		[[ $MAGPIE == 1 ]] || { echo "the cluster scenario needs MAGPIE=1" >&2; exit 2; }
 		cluster_scenario
 		;;
+	issue20)
+		issue20_scenario
+		;;
 	*)
 		echo "unknown scenario $sc" >&2
 		exit 2
@@ -371,7 +431,9 @@ machine="$(nproc) cores (${cpu:-unknown CPU}), ${mem_gb} GB RAM, $(go version | 
 main_jsonl=$bin/main.jsonl
 storage_jsonl=$bin/storage.jsonl
 cluster_jsonl=$bin/cluster.jsonl
-grep -v -e '"scenario":"storage"' -e '"scenario":"cluster"' "$JSONL" >"$main_jsonl" || true
+i20_jsonl=$bin/issue20.jsonl
+grep -v -e '"scenario":"storage"' -e '"scenario":"cluster"' -e '"scenario":"issue20' "$JSONL" >"$main_jsonl" || true
+grep '"scenario":"issue20' "$JSONL" >"$i20_jsonl" || true
 grep '"scenario":"storage"' "$JSONL" >"$storage_jsonl" || true
 grep '"scenario":"cluster"' "$JSONL" >"$cluster_jsonl" || true
 
@@ -383,7 +445,12 @@ old_storage=$bin/old-storage.md
 # command that produced them) are kept as they are, after the rest.
 kept=$bin/kept.md
 : >"$kept"
-[[ -f $OUT ]] && awk '/^## / {k = !/^## Storage/ && !/^## Redis Cluster/} k' "$OUT" >"$kept"
+# The issue 20 section is left out when this run writes a new one.
+i20_title="## Issue 20: Colly's queue idiom"
+new_i20=0
+[[ -s $i20_jsonl ]] && new_i20=1
+[[ -f $OUT ]] && awk -v drop="$new_i20" -v t="$i20_title" \
+	'/^## / {k = !/^## Storage/ && !/^## Redis Cluster/ && !(drop && $0 == t)} k' "$OUT" >"$kept"
 # The Redis Cluster section: kept as it is unless this run has one.
 cluster_md=$bin/old-cluster.md
 : >"$cluster_md"
@@ -483,22 +550,44 @@ if [[ -s $cluster_jsonl ]]; then
 		"$bin/report" <"$cluster_jsonl"
 	} >"$cluster_md"
 fi
-{
-	cat "$main_md"
-	if [[ -s $storage_md ]]; then
-		# One blank line between the sections, however the first one ended.
-		[[ -n $(tail -c1 "$main_md") ]] && echo
-		[[ -z $(tail -n1 "$main_md") ]] || echo
-		cat "$storage_md"
-	fi
-	if [[ -s $cluster_md ]]; then
+i20_md=$bin/issue20.md
+: >"$i20_md"
+if [[ $new_i20 == 1 ]]; then
+	load=$({ sort -n "$bin/i20-load" 2>/dev/null || true; } | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "%s–%s", lo, hi}')
+	{
+		echo "$i20_title"
 		echo
-		cat "$cluster_md"
-	fi
-	if [[ -s $kept ]]; then
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); the scenario took ${i20_wall:-?} s"
+		echo "- machine: $machine"
+		echo "- load: the machine was shared (other sessions ran builds and tests); 1-minute load average at the crawls' starts: ${load:-unknown}"
+		echo "- mode: $([[ $QUICK == 1 ]] && echo "QUICK (small sizes)" || echo full), rounds: $RUNS (the ${I20_RSS_PAGES}-page crawl: $MEM_RUNS), medians shown"
+		echo "- command: \`${OLD_REF:+OLD_REF=$OLD_REF }QUICK=$QUICK RUNS=$RUNS MEM_RUNS=$MEM_RUNS I20_PAGES=$I20_PAGES I20_RSS_PAGES=$I20_RSS_PAGES I20_P=$I20_P SCENARIOS=issue20 bench/run.sh\`"
+		[[ -n $OLD_REF ]] && echo "- old: magpie at \`$OLD_REF\` ($(git -C "$here/.." rev-parse --short "$OLD_REF" 2>/dev/null || echo ?)), new: this tree at $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo ?)$([[ -n $(git -C "$here/.." status --porcelain 2>/dev/null) ]] && echo " with uncommitted changes")"
+		[[ -n $NOTE ]] && echo "- note: $NOTE"
 		echo
-		cat "$kept"
-	fi
-} >"$OUT.tmp"
+		echo "One site (\`site -pages N -size 16 -links 10\`, 0 ms latency) per table, every crawler in turn with -p $I20_P"
+		echo "(queue threads, or the async collector's \`Workers\` and LimitRule Parallelism). \`magpie-queue-add*\` and"
+		echo "\`colly-queue-add\` are the queue crawl as Colly programs write it: \`q.AddURL(e.Request.AbsoluteURL(href))\`"
+		echo "from \`OnHTML\`, nothing filtered first; \`magpie-queue*\` hand links to \`e.Request.Visit\`; \`colly-queue\`"
+		echo "filters with \`HasVisited\` before \`AddURL\`. allocs/page = \`runtime.MemStats.Mallocs\` of the crawl process"
+		echo "around the crawl ÷ pages. CPU s and peak RSS are the crawl process's (\`getrusage\`)."
+		echo
+		"$bin/report" <"$i20_jsonl"
+	} >"$i20_md"
+fi
+cp "$main_md" "$OUT.tmp"
+# append_section FILE — appends FILE to $OUT.tmp, one blank line between
+# the sections however the last one ended (a section kept from $OUT ends
+# with its own blank line, a generated one may not).
+append_section() {
+	[[ -s $1 ]] || return 0
+	[[ -z $(tail -c1 "$OUT.tmp") ]] || echo >>"$OUT.tmp"
+	[[ -z $(tail -n1 "$OUT.tmp") ]] || echo >>"$OUT.tmp"
+	cat "$1" >>"$OUT.tmp"
+}
+append_section "$storage_md"
+append_section "$cluster_md"
+append_section "$kept"
+append_section "$i20_md"
 mv "$OUT.tmp" "$OUT"
 echo "wrote $OUT" >&2

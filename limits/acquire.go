@@ -111,32 +111,10 @@ func (g *Gate[T]) acquire(ctx context.Context, key string) (*Ticket, error) {
 				return t, nil
 			}
 		}
-		var timer *time.Timer
-		var tick <-chan time.Time
-		if at := h.startAt(); c.future(at) {
-			timer = time.NewTimer(at.Sub(c.now()))
-			tick = timer.C
-		}
-		if g.getWake == nil {
-			g.getWake = make(chan struct{})
-		}
-		wakeCh, done := g.getWake, g.done
-		g.mu.Unlock()
-		var err error
-		select {
-		case <-wakeCh:
-		case <-tick:
-		case <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if err != nil {
+		at := h.startAt()
+		if err := g.wait(ctx, at.Sub(c.now()), c.future(at)); err != nil {
 			return nil, err
 		}
-		g.mu.Lock()
 	}
 }
 
@@ -165,4 +143,31 @@ func (g *Gate[T]) startableNow(h *host[T], c *clock) bool {
 		return false
 	}
 	return h.grp == nil || h.grp.inflight < h.grp.cap
+}
+
+// wait sleeps, with g.mu held on entry and released meanwhile, until the
+// gate is woken (a host may start, see getWake), d has passed (when timed),
+// the gate closes, or ctx ends. It returns with g.mu held, except when ctx
+// ended: then it returns ctx's error with g.mu released.
+func (g *Gate[T]) wait(ctx context.Context, d time.Duration, timed bool) error {
+	var tick <-chan time.Time
+	if timed {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		tick = timer.C
+	}
+	if g.getWake == nil {
+		g.getWake = make(chan struct{})
+	}
+	wake, done := g.getWake, g.done
+	g.mu.Unlock()
+	select {
+	case <-wake:
+	case <-tick:
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.mu.Lock()
+	return nil
 }

@@ -171,32 +171,13 @@ scan:
 			g.mu.Unlock()
 			return v, t, nil
 		}
-		var timer *time.Timer
-		var tick <-chan time.Time
+		var next time.Duration
 		if len(g.timed) > 0 {
-			timer = time.NewTimer(g.timed[0].startAt().Sub(c.now()))
-			tick = timer.C
+			next = g.timed[0].startAt().Sub(c.now())
 		}
-		if g.getWake == nil {
-			g.getWake = make(chan struct{})
-		}
-		wake, done := g.getWake, g.done
-		g.mu.Unlock()
-		var err error
-		select {
-		case <-wake:
-		case <-tick:
-		case <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if err != nil {
+		if err := g.wait(ctx, next, len(g.timed) > 0); err != nil {
 			return zero, nil, err
 		}
-		g.mu.Lock()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/bench/internal/harness"
 	"github.com/magpiecrawl/magpie/queue"
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // magpieRule is the one rule both magpie programs set. magpie keeps a bucket
@@ -37,31 +38,43 @@ func refused(err error) bool {
 		errors.Is(err, magpie.ErrMaxDepth)
 }
 
+// newMagpie returns the collector every magpie crawler runs: links found
+// in OnHTML go through e.Request.Visit.
 func newMagpie(ctx context.Context, cfg harness.Config, n *harness.Counters, opts ...magpie.CollectorOption) (*magpie.Collector, error) {
+	return newMagpieLinks(ctx, cfg, n, func(e *magpie.HTMLElement) {
+		_ = e.Request.Visit(e.Attr("href"))
+	}, opts...)
+}
+
+// newMagpieLinks is newMagpie with onLink called for every a[href] instead.
+func newMagpieLinks(ctx context.Context, cfg harness.Config, n *harness.Counters, onLink func(*magpie.HTMLElement), opts ...magpie.CollectorOption) (*magpie.Collector, error) {
 	opts = append(opts, magpie.AllowedDomains(cfg.Allowed...), magpie.StdlibContext(ctx))
 	c := magpie.NewCollector(opts...)
 	if err := c.Limit(magpieRule(cfg)); err != nil {
 		return nil, err
 	}
-	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
-		_ = e.Request.Visit(e.Attr("href"))
-	})
+	c.OnHTML("a[href]", onLink)
 	c.OnResponse(func(*magpie.Response) { n.Pages.Add(1) })
 	c.OnError(func(r *magpie.Response, err error) {
 		if refused(err) {
 			return
 		}
-		// The first few errors go to stderr: a count alone does not say
-		// whether the site, the network or a store failed.
-		if n.Errors.Add(1) <= maxLoggedErrors {
-			u := ""
-			if r != nil && r.Request != nil && r.Request.URL != nil {
-				u = r.Request.URL.String()
-			}
-			fmt.Fprintf(os.Stderr, "crawl-magpie: error %s: %v\n", u, err)
+		u := ""
+		if r != nil && r.Request != nil && r.Request.URL != nil {
+			u = r.Request.URL.String()
 		}
+		countError(n, u, err)
 	})
 	return c, nil
+}
+
+// countError counts a failed fetch or a failed queue push. The first few
+// go to stderr: a count alone does not say whether the site, the network
+// or a store failed.
+func countError(n *harness.Counters, u string, err error) {
+	if n.Errors.Add(1) <= maxLoggedErrors {
+		fmt.Fprintf(os.Stderr, "crawl-magpie: error %s: %v\n", u, err)
+	}
 }
 
 // crawlMagpieAsync is crawlCollyAsync with magpie's import path, plus
@@ -111,6 +124,50 @@ func crawlMagpieQueue(ctx context.Context, cfg harness.Config, n *harness.Counte
 		return err
 	}
 	if err := q.Run(c); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// crawlMagpieQueueAdd is crawlMagpieQueue written as Colly programs write a
+// queue crawl (issue 20): OnHTML hands every link to the queue with
+// q.AddURL(e.Request.AbsoluteURL(href)) instead of e.Request.Visit. Nothing
+// filters the links first (no HasVisited): what is already visited or
+// queued is the library's to skip.
+func crawlMagpieQueueAdd(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	return crawlQueueAddOn(ctx, cfg, n, &queue.InMemoryQueueStorage{}, nil)
+}
+
+// crawlQueueAddOn runs crawlMagpieQueueAdd's crawl on the queue storage qs,
+// with visited as the collector's visited set unless nil, from the seed.
+func crawlQueueAddOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs queue.Storage, visited storage.Storage) error {
+	q, err := queue.New(cfg.P, qs)
+	if err != nil {
+		return err
+	}
+	c, err := newMagpieLinks(ctx, cfg, n, func(e *magpie.HTMLElement) {
+		u := e.Request.AbsoluteURL(e.Attr("href"))
+		if u == "" {
+			return
+		}
+		// A link the queue cannot take (a full or failing store) is
+		// lost to the crawl: count it as an error.
+		if err := q.AddURL(u); err != nil {
+			countError(n, u, err)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if visited != nil {
+		if err := c.SetStorage(visited); err != nil {
+			return err
+		}
+	}
+	if err := q.AddURL(cfg.Seed); err != nil {
+		return err
+	}
+	if err := q.RunContext(ctx, c); err != nil {
 		return err
 	}
 	return ctx.Err()

@@ -9,6 +9,8 @@
 //	magpie-queue  the same collector without Async, run by queue.New(P, unbounded memory queue) + AddURL + Run
 //	magpie-queue-sqlite, magpie-queue-redis  magpie-queue with sqlitestore (a new file) or redisstore (at -redis)
 //	              as the queue's storage and the visited set
+//	magpie-queue-add, magpie-queue-add-sqlite, magpie-queue-add-redis  the same three queue crawls written
+//	              as Colly programs write them: q.AddURL(e.Request.AbsoluteURL(href)) from OnHTML, no Visit
 //
 // and the storage scenario's crawls (storage.go): magpie-frontier-sqlite,
 // magpie-frontier-mem and magpie-redis, and magpie-redis-ops (cluster.go:
@@ -43,6 +45,11 @@ var impls = map[string]harness.CrawlFunc{
 	// The same queue crawl on the durable stores (storage.go).
 	"magpie-queue-sqlite": profiled(crawlQueueSQLite),
 	"magpie-queue-redis":  profiled(crawlQueueRedis),
+	// The queue crawl as Colly programs write it: q.AddURL from OnHTML
+	// (issue 20), on the three storages.
+	"magpie-queue-add":        profiled(crawlMagpieQueueAdd),
+	"magpie-queue-add-sqlite": profiled(crawlQueueAddSQLite),
+	"magpie-queue-add-redis":  profiled(crawlQueueAddRedis),
 
 	// The storage scenario (storage.go).
 	"magpie-frontier-sqlite": profiled(crawlFrontierSQLite),

@@ -140,6 +140,33 @@ func crawlQueueSQLite(ctx context.Context, cfg harness.Config, n *harness.Counte
 	return crawlQueueOn(ctx, cfg, n, st, st, cfg.Seed)
 }
 
+// crawlQueueAddSQLite is crawlQueueSQLite with the links added as Colly
+// programs add them (crawlMagpieQueueAdd).
+func crawlQueueAddSQLite(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	dir, err := os.MkdirTemp("", "magpie-queue-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(filepath.Join(dir, "crawl.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return crawlQueueAddOn(ctx, cfg, n, st, st)
+}
+
+// crawlQueueAddRedis is crawlQueueRedis with the links added as Colly
+// programs add them (crawlMagpieQueueAdd).
+func crawlQueueAddRedis(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	st, _, done, err := openFreshRedis(ctx, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return crawlQueueAddOn(ctx, cfg, n, st, st)
+}
+
 // crawlQueueRedis is crawlMagpieQueue with one redisstore.Store (at -redis,
 // under a new key prefix, cleared after) as the queue's storage and the
 // visited set: one process of a distributed crawl.

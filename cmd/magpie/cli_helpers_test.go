@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,4 +205,57 @@ func wantPages(t *testing.T, items []map[string]any, base string, n int) {
 func readAll(r io.Reader) string {
 	b, _ := io.ReadAll(r)
 	return string(b)
+}
+
+// newHeldSite is newPagesSite whose /p/10 hangs until release is called
+// (or its request ends); reached is closed when /p/10 is first asked for.
+// A crawl with one download at a time is then stopped or killed there.
+func newHeldSite(t *testing.T, pages int) (site *pagesSite, reached <-chan struct{}, release func()) {
+	t.Helper()
+	hold, hit := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	site = newPagesSite(t, pages, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/p/10" {
+				once.Do(func() { close(hit) })
+				select {
+				case <-hold:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	release = func() { released.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return site, hit, release
+}
+
+// startUntil starts magpie with args and returns once reached is closed.
+func startUntil(t *testing.T, reached <-chan struct{}, args ...string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = cliCommand(t, "", args...)
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the crawl never reached /p/10")
+	}
+	return cmd, stdout, stderr
+}
+
+// crawledPaths returns the paths of the items in JSON lines out, sorted.
+func crawledPaths(t *testing.T, out, base string) []string {
+	t.Helper()
+	var got []string
+	for u := range urlsOf(jsonLines(t, out)) {
+		got = append(got, strings.TrimPrefix(u, base))
+	}
+	slices.Sort(got)
+	return got
 }

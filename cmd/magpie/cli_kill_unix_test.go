@@ -5,14 +5,11 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // A --state crawl writing CSV is killed with SIGKILL: its items so far are
@@ -22,40 +19,12 @@ import (
 // often than the page was fetched.
 func TestCLIStateResumeAfterKillCSV(t *testing.T) {
 	const pages = 20
-	hold := make(chan struct{})
-	reached := make(chan struct{})
-	var once sync.Once
-	site := newPagesSite(t, pages, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/p/10" {
-				once.Do(func() { close(reached) })
-				select {
-				case <-hold:
-				case <-r.Context().Done():
-					return
-				}
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
-	var released sync.Once
-	release := func() { released.Do(func() { close(hold) }) }
-	defer release()
+	site, reached, release := newHeldSite(t, pages)
 	dir := t.TempDir()
 	state, out := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "pages.csv")
 	args := []string{"crawl", site.URL + "/", "--allow-loopback", "--parallel", "1", "--state", state, "-o", out}
 
-	cmd := cliCommand(t, "", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-reached:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the crawl never reached /p/10")
-	}
+	cmd, _, _ := startUntil(t, reached, args...)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -516,12 +516,7 @@ func TestCLIRobotsAndSitemaps(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}
-			var got []string
-			for u := range urlsOf(jsonLines(t, r.stdout)) {
-				got = append(got, strings.TrimPrefix(u, site.URL))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
+			if got := crawledPaths(t, r.stdout, site.URL); !slices.Equal(got, tc.want) {
 				t.Errorf("crawled %q, want %q", got, tc.want)
 			}
 		})
@@ -533,42 +528,17 @@ func TestCLIRobotsAndSitemaps(t *testing.T) {
 // the JSON lines file, without starting over.
 func TestCLIStateResume(t *testing.T) {
 	const pages = 30
-	hold := make(chan struct{})
-	reached := make(chan struct{})
-	var once sync.Once
-	site := newPagesSite(t, pages, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/p/10" {
-				once.Do(func() { close(reached) })
-				select { // the first run is interrupted while this page hangs
-				case <-hold:
-				case <-r.Context().Done():
-					return
-				}
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
+	site, reached, release := newHeldSite(t, pages)
 	dir := t.TempDir()
 	state, out := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "pages.jsonl")
 	args := []string{"crawl", site.URL + "/", "--allow-loopback", "--parallel", "1", "--state", state, "-o", out}
 
-	cmd := cliCommand(t, "", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-reached:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the crawl never reached /p/10")
-	}
+	cmd, stdout, stderr := startUntil(t, reached, args...)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	first := exitResult(t, cmd.Wait(), &stdout, &stderr)
-	close(hold)
+	first := exitResult(t, cmd.Wait(), stdout, stderr)
+	release()
 	if first.code != 130 || !strings.Contains(first.stderr, "run the same command again to resume") {
 		t.Fatalf("interrupted run: exit %d, want 130 and a note; stderr:\n%s", first.code, first.stderr)
 	}
@@ -680,12 +650,7 @@ func TestCLIRender(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}
-			var got []string
-			for u := range urlsOf(jsonLines(t, r.stdout)) {
-				got = append(got, strings.TrimPrefix(u, site.URL))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
+			if got := crawledPaths(t, r.stdout, site.URL); !slices.Equal(got, tc.want) {
 				t.Errorf("crawled %q, want %q", got, tc.want)
 			}
 		})

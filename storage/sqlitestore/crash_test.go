@@ -131,38 +131,10 @@ func crashResume(t *testing.T, kills []int) {
 	itemsPath := filepath.Join(t.TempDir(), "items.jsonl")
 
 	// Seed the queue.
-	s, err := Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(1, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.AddURL(srv.URL + "/p/0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	seedQueue(t, dbPath, srv.URL+"/p/0")
 
 	start := func() (*exec.Cmd, chan error) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCrawler$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL, "MAGPIE_CRASH_ITEMS="+itemsPath)
-		out := &strings.Builder{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
-			err := cmd.Wait()
-			if err != nil {
-				err = fmt.Errorf("%w\n%s", err, out)
-			}
-			done <- err
-		}()
-		return cmd, done
+		return startHelper(t, "TestHelperCrawler", "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL, "MAGPIE_CRASH_ITEMS="+itemsPath)
 	}
 
 	allowedDup := map[int]bool{}
@@ -286,20 +258,7 @@ func TestTwoProcessCrawl(t *testing.T) {
 	srv := httptest.NewServer(site)
 	defer srv.Close()
 	dbPath := filepath.Join(t.TempDir(), "crawl.db")
-	s, err := Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(1, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.AddURL(srv.URL + "/p/0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	seedQueue(t, dbPath, srv.URL+"/p/0")
 	const procs = 2
 	errs := make(chan error, procs)
 	for range procs {

@@ -90,39 +90,11 @@ func feedSurvivesKills(t *testing.T, mode string, kills []int) {
 	itemsDir := t.TempDir()
 	itemsPath := filepath.Join(itemsDir, "items.jsonl")
 
-	s, err := Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(1, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.AddURL(srv.URL + "/p/0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	seedQueue(t, dbPath, srv.URL+"/p/0")
 
 	start := func() (*exec.Cmd, chan error) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFeedCrawler$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "MAGPIE_FEED_DB="+dbPath, "MAGPIE_FEED_SITE="+srv.URL,
+		return startHelper(t, "TestHelperFeedCrawler", "MAGPIE_FEED_DB="+dbPath, "MAGPIE_FEED_SITE="+srv.URL,
 			"MAGPIE_FEED_ITEMS="+itemsPath, "MAGPIE_FEED_MODE="+mode)
-		out := &strings.Builder{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
-			err := cmd.Wait()
-			if err != nil {
-				err = fmt.Errorf("%w\n%s", err, out)
-			}
-			done <- err
-		}()
-		return cmd, done
 	}
 
 	allowedDup := map[int]bool{}

@@ -72,20 +72,7 @@ func TestResumeCountsRequests(t *testing.T) {
 	}
 
 	// The first run seeds the queue and stops after the first pages.
-	s, err := Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(1, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.AddURL(srv.URL + "/p/0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	seedQueue(t, dbPath, srv.URL+"/p/0")
 	first := crawl(3)
 	if first.Responses == 0 || first.Requests < first.Responses {
 		// A download cut short by the stop was sent and got no response.

@@ -81,3 +81,31 @@ func crawlCollyQueue(ctx context.Context, cfg harness.Config, n *harness.Counter
 	}
 	return ctx.Err()
 }
+
+// crawlCollyQueueAdd is crawlCollyQueue as Colly programs usually write it
+// (the idiom of issue 20, and bench/magpie's magpie-queue-add):
+// q.AddURL(e.Request.AbsoluteURL(href)) from OnHTML with no HasVisited
+// filter, so the queue also holds links already fetched or queued, which
+// the collector refuses when their turn comes.
+func crawlCollyQueueAdd(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	c, err := newColly(ctx, cfg, n)
+	if err != nil {
+		return err
+	}
+	q, err := queue.New(cfg.P, &queue.InMemoryQueueStorage{MaxSize: 0})
+	if err != nil {
+		return err
+	}
+	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
+		if u := e.Request.AbsoluteURL(e.Attr("href")); u != "" {
+			_ = q.AddURL(u)
+		}
+	})
+	if err := q.AddURL(cfg.Seed); err != nil {
+		return err
+	}
+	if err := q.Run(c); err != nil {
+		return err
+	}
+	return ctx.Err()
+}

@@ -34,10 +34,12 @@ type crawl struct {
 	PagesPerS float64 `json:"pages_per_s"`
 	CPUS      float64 `json:"cpu_s"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
-	Frontier  float64 `json:"frontier"`
-	Procs     int     `json:"procs"`
-	TimedOut  bool    `json:"timed_out"`
-	Err       string  `json:"err"`
+	// AllocsPerPage is the crawl process's heap allocations ÷ pages.
+	AllocsPerPage float64 `json:"allocs_per_page"`
+	Frontier      float64 `json:"frontier"`
+	Procs         int     `json:"procs"`
+	TimedOut      bool    `json:"timed_out"`
+	Err           string  `json:"err"`
 }
 
 type hostStats struct {
@@ -65,6 +67,7 @@ type row struct {
 	failed                int
 	pages, dups, errs     float64
 	wall, pps, cpu, rss   float64
+	allocs                float64 // heap allocations per page in the crawl process
 	conns                 float64
 	minGap                float64 // smallest start gap on any host, ms
 	p05Gap                float64 // smallest 5th-percentile start gap of any host, ms
@@ -144,6 +147,7 @@ func summarize(scenario, label, impl string, recs []record) *row {
 	r.pps = med(func(x record) float64 { return x.Crawl.PagesPerS })
 	r.cpu = med(func(x record) float64 { return x.Crawl.CPUS })
 	r.rss = med(func(x record) float64 { return x.Crawl.PeakRSSMB })
+	r.allocs = med(func(x record) float64 { return x.Crawl.AllocsPerPage })
 	r.frontier = med(func(x record) float64 { return x.Crawl.Frontier })
 	r.conns = med(func(x record) float64 { return x.Site.Total.NewConns })
 	r.inflight = med(func(x record) float64 { return x.Site.Total.MaxInflight })
@@ -193,6 +197,26 @@ func peer(rows []*row, r *row, impl string) *row {
 	return nil
 }
 
+// collyPeer returns the Colly row a magpie row is compared with: the
+// longest colly-NAME run in the same scenario whose NAME starts magpie's
+// name, minus an "@old" (an older magpie, see OLD_REF in run.sh), at a "-":
+// magpie-queue-add-sqlite compares with colly-queue-add when that ran, else
+// colly-queue; magpie-async-ported and magpie-async@old with colly-async.
+func collyPeer(rows []*row, r *row) *row {
+	name, _ := strings.CutPrefix(r.impl, "magpie-")
+	name, _, _ = strings.Cut(name, "@")
+	for {
+		if p := peer(rows, r, "colly-"+name); p != nil {
+			return p
+		}
+		i := strings.LastIndex(name, "-")
+		if i <= 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
+
 // ratio formats a/b of pages/s, CPU s and RSS as "pps× cpu× rss×".
 func ratio(a, b *row) string {
 	if a == nil || b == nil {
@@ -208,12 +232,14 @@ func ratio(a, b *row) string {
 }
 
 var titles = map[string]string{
-	"throughput": "Throughput",
-	"politeness": "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
-	"rate":       "Rate accuracy (one host; ideal = 1 / Delay)",
-	"memory":     "Memory",
-	"storage":    "Frontier memory and Redis worker processes",
-	"cluster":    "One Redis against a Redis Cluster",
+	"throughput":  "Throughput",
+	"politeness":  "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
+	"rate":        "Rate accuracy (one host; ideal = 1 / Delay)",
+	"memory":      "Memory",
+	"storage":     "Frontier memory and Redis worker processes",
+	"cluster":     "One Redis against a Redis Cluster",
+	"issue20":     "Issue 20: every crawler at 0 ms",
+	"issue20-rss": "Issue 20: peak RSS of a long crawl",
 }
 
 func write(w io.Writer, rows []*row) error {
@@ -224,6 +250,7 @@ func write(w io.Writer, rows []*row) error {
 		}
 	}
 	bw := bufio.NewWriter(w)
+	writeIssue20(bw, rows)
 	for _, sc := range scenarios {
 		if sc == "storage" || sc == "cluster" {
 			writeStorage(bw, rows, sc)
@@ -235,8 +262,8 @@ func write(w io.Writer, rows []*row) error {
 			title = sc
 		}
 		fmt.Fprintf(bw, "### %s\n\n", title)
-		head := "| scenario | impl | runs | pages | errors | dup fetches | wall s | pages/s | CPU s | peak RSS MB | new conns | max in flight |"
-		sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		head := "| scenario | impl | runs | pages | errors | dup fetches | wall s | pages/s | CPU s | peak RSS MB | allocs/page | new conns | max in flight |"
+		sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 		if polite {
 			head += " ideal pages/s | site pages/s | min start gap ms | p5 start gap ms | max in flight/host |"
 			sep += "--:|--:|--:|--:|--:|"
@@ -253,19 +280,14 @@ func write(w io.Writer, rows []*row) error {
 			if r.failed > 0 {
 				runs += fmt.Sprintf(" (%d failed)", r.failed)
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f | %.1f | %.0f | %.0f |",
-				r.label, r.impl, runs, r.pages, r.errs, r.dups, r.wall, r.pps, r.cpu, r.rss, r.conns, r.inflight)
+			fmt.Fprintf(bw, "| %s | %s | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f | %.1f | %.0f | %.0f | %.0f |",
+				r.label, r.impl, runs, r.pages, r.errs, r.dups, r.wall, r.pps, r.cpu, r.rss, r.allocs, r.conns, r.inflight)
 			if polite {
 				fmt.Fprintf(bw, " %.0f | %.1f | %.1f | %.1f | %.0f |", r.ideal, r.siteRate, r.minGap, r.p05Gap, r.hostInflight)
 			}
 			var vsColly, vsRaw string
-			if name, ok := strings.CutPrefix(r.impl, "magpie-"); ok {
-				// magpie-async-ported and magpie-async@old (an older
-				// magpie, see OLD_REF in run.sh) compare with colly-async.
-				if i := strings.IndexAny(name, "-@"); i > 0 {
-					name = name[:i]
-				}
-				vsColly = ratio(r, peer(rows, r, "colly-"+name))
+			if _, ok := strings.CutPrefix(r.impl, "magpie-"); ok {
+				vsColly = ratio(r, collyPeer(rows, r))
 				vsRaw = ratio(r, peer(rows, r, "raw"))
 			}
 			fmt.Fprintf(bw, " %s | %s |\n", vsColly, vsRaw)
@@ -281,8 +303,8 @@ func write(w io.Writer, rows []*row) error {
 // (and, for the cluster, against the same row on one node).
 func writeStorage(bw *bufio.Writer, rows []*row, sc string) {
 	fmt.Fprintf(bw, "### %s\n\n", titles[sc])
-	head := "| scenario | impl | procs | runs | pages | errors | dup fetches | frontier reached | wall s | pages/s | CPU s | peak RSS MB | pages/s ÷ 1 proc |"
-	sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	head := "| scenario | impl | procs | runs | pages | errors | dup fetches | frontier reached | wall s | pages/s | CPU s | peak RSS MB | allocs/page | pages/s ÷ 1 proc |"
+	sep := "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	if sc == "cluster" {
 		head += " pages/s cluster ÷ node |"
 		sep += "--:|"
@@ -309,8 +331,8 @@ func writeStorage(bw *bufio.Writer, rows []*row, sc string) {
 		if r.frontier > 0 {
 			frontier = fmt.Sprintf("%.0f", r.frontier)
 		}
-		fmt.Fprintf(bw, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.2f | %.1f | %s |",
-			r.label, r.impl, procs, runs, r.pages, r.errs, r.dups, frontier, r.wall, r.pps, r.cpu, r.rss, vsOne)
+		fmt.Fprintf(bw, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.2f | %.1f | %.0f | %s |",
+			r.label, r.impl, procs, runs, r.pages, r.errs, r.dups, frontier, r.wall, r.pps, r.cpu, r.rss, r.allocs, vsOne)
 		if sc == "cluster" {
 			vsNode := ""
 			if node, ok := strings.CutPrefix(r.label, "cluster: "); ok {

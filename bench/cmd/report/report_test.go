@@ -22,9 +22,9 @@ func TestMedian(t *testing.T) {
 func TestReport(t *testing.T) {
 	lines := []string{
 		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"colly-async","pages":100,"pages_per_s":100,"cpu_s":2,"peak_rss_mb":40},"site":{"total":{"duplicates":2,"new_conns":9}}}`,
-		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":150,"cpu_s":1,"peak_rss_mb":20},"site":{"total":{}}}`,
-		`{"scenario":"throughput","label":"L","run":2,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":250,"cpu_s":1,"peak_rss_mb":20},"site":{"total":{}}}`,
-		`{"scenario":"throughput","label":"L","run":3,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":200,"cpu_s":1,"peak_rss_mb":20,"timed_out":true},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":150,"cpu_s":1,"peak_rss_mb":20,"allocs_per_page":800},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":2,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":250,"cpu_s":1,"peak_rss_mb":20,"allocs_per_page":900},"site":{"total":{}}}`,
+		`{"scenario":"throughput","label":"L","run":3,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":200,"cpu_s":1,"peak_rss_mb":20,"allocs_per_page":1000,"timed_out":true},"site":{"total":{}}}`,
 		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"raw","pages":100,"pages_per_s":400,"cpu_s":0.5,"peak_rss_mb":10},"site":{"total":{}}}`,
 	}
 	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
@@ -37,8 +37,8 @@ func TestReport(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| L | magpie-async | 3 (1 failed) | 100 | 0 | 0 | 0.00 | 200 |", // median pages/s of 150, 250, 200
-		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                    // ratios to colly-async and raw
+		"| L | magpie-async | 3 (1 failed) | 100 | 0 | 0 | 0.00 | 200 | 1.00 | 20.0 | 900 |", // median pages/s of 150, 250, 200; allocs/page
+		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                                        // ratios to colly-async and raw
 		"| L | colly-async | 1 | 100 | 0 | 2 |",
 	} {
 		if !strings.Contains(out, want) {
@@ -71,8 +71,8 @@ func TestReportStorage(t *testing.T) {
 	for _, want := range []string{
 		"### Frontier memory and Redis worker processes",
 		"| hubs | magpie-frontier-sqlite | 1 | 1 | 300 | 0 | 0 | 1000123 |",
-		"| lat | magpie-redis | 1 | 1 | 5000 | 0 | 0 |  | 0.00 | 100 | 0.00 | 0.0 | 1.00 |",
-		"| lat | magpie-redis | 3 | 1 | 5000 | 0 | 1 |  | 0.00 | 280 | 0.00 | 0.0 | 2.80 |",
+		"| lat | magpie-redis | 1 | 1 | 5000 | 0 | 0 |  | 0.00 | 100 | 0.00 | 0.0 | 0 | 1.00 |",
+		"| lat | magpie-redis | 3 | 1 | 5000 | 0 | 1 |  | 0.00 | 280 | 0.00 | 0.0 | 0 | 2.80 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("storage report lacks %q; got:\n%s", want, out)

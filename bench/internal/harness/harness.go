@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -67,10 +68,14 @@ type Result struct {
 	PagesPerS float64 `json:"pages_per_s"`
 	CPUS      float64 `json:"cpu_s"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
-	Frontier  int64   `json:"frontier,omitempty"`
-	Procs     int64   `json:"procs,omitempty"`
-	TimedOut  bool    `json:"timed_out,omitempty"`
-	Err       string  `json:"err,omitempty"`
+	// AllocsPerPage is the heap allocations (runtime.MemStats.Mallocs)
+	// this process made during the crawl, divided by its pages; worker
+	// processes a crawl starts are not in it.
+	AllocsPerPage float64 `json:"allocs_per_page"`
+	Frontier      int64   `json:"frontier,omitempty"`
+	Procs         int64   `json:"procs,omitempty"`
+	TimedOut      bool    `json:"timed_out,omitempty"`
+	Err           string  `json:"err,omitempty"`
 }
 
 // Main is a crawl command: it parses the flags, runs the chosen
@@ -104,21 +109,8 @@ func Main(impls map[string]CrawlFunc) {
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	var n Counters
-	start := time.Now()
-	err = fn(ctx, cfg, &n)
-	wall := time.Since(start)
-	timedOut := ctx.Err() != nil
+	res, err := Run(ctx, *impl, fn, cfg)
 	cancel()
-
-	res := Result{
-		Impl: *impl, P: cfg.P, Pages: n.Pages.Load(), Errors: n.Errors.Load(),
-		WallS: wall.Seconds(), TimedOut: timedOut,
-		Frontier: n.Frontier.Load(), Procs: n.Procs.Load(),
-	}
-	if wall > 0 {
-		res.PagesPerS = float64(res.Pages) / wall.Seconds()
-	}
 	var ru syscall.Rusage
 	if e := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); e == nil {
 		res.CPUS = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
@@ -137,6 +129,31 @@ func Main(impls map[string]CrawlFunc) {
 	if err != nil || res.TimedOut {
 		os.Exit(1)
 	}
+}
+
+// Run runs one crawl and returns its Result but for the CPU time and peak
+// RSS, which Main reads for the whole process: pages, errors, wall time,
+// pages/s and the allocations per page, counted around the crawl alone.
+func Run(ctx context.Context, impl string, fn CrawlFunc, cfg Config) (Result, error) {
+	var n Counters
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	err := fn(ctx, cfg, &n)
+	wall := time.Since(start)
+	runtime.ReadMemStats(&after)
+	res := Result{
+		Impl: impl, P: cfg.P, Pages: n.Pages.Load(), Errors: n.Errors.Load(),
+		WallS: wall.Seconds(), TimedOut: ctx.Err() != nil,
+		Frontier: n.Frontier.Load(), Procs: n.Procs.Load(),
+	}
+	if wall > 0 {
+		res.PagesPerS = float64(res.Pages) / wall.Seconds()
+	}
+	if res.Pages > 0 {
+		res.AllocsPerPage = float64(after.Mallocs-before.Mallocs) / float64(res.Pages)
+	}
+	return res, err
 }
 
 func tvSeconds(tv syscall.Timeval) float64 {

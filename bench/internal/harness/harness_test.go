@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -99,5 +100,42 @@ func TestNewConfig(t *testing.T) {
 			t.Errorf("NewConfig(%q, %d, %q) = hosts %v allowed %v, want %d hosts, allowed %s",
 				tt.url, tt.p, tt.hosts, cfg.Hosts, cfg.Allowed, tt.wantHosts, tt.wantAllowed)
 		}
+	}
+}
+
+// allocSink keeps TestRunAllocsPerPage's allocations on the heap.
+var allocSink []*[64]byte
+
+func TestRunAllocsPerPage(t *testing.T) {
+	const pages, perPage = 50, 1000
+	fn := func(ctx context.Context, cfg Config, n *Counters) error {
+		for range pages {
+			for range perPage {
+				allocSink = append(allocSink[:0], new([64]byte))
+			}
+			n.Pages.Add(1)
+		}
+		return nil
+	}
+	cfg, err := NewConfig("http://127.0.0.1:1/", 1, 0, 0, "")
+	if err != nil {
+		t.Fatalf("NewConfig: %v", err)
+	}
+	res, err := Run(t.Context(), "fake", fn, cfg)
+	if err != nil {
+		t.Fatalf("Run error = %v, want nil", err)
+	}
+	if res.Pages != pages || res.Impl != "fake" {
+		t.Errorf("Run = %+v, want %d pages of impl fake", res, pages)
+	}
+	// One allocation per new; the slice grows only once. Other goroutines
+	// of the test binary may add a few.
+	if res.AllocsPerPage < perPage || res.AllocsPerPage > perPage*1.1 {
+		t.Errorf("AllocsPerPage = %.1f, want about %d", res.AllocsPerPage, perPage)
+	}
+
+	res, err = Run(t.Context(), "none", func(context.Context, Config, *Counters) error { return nil }, cfg)
+	if err != nil || res.AllocsPerPage != 0 {
+		t.Errorf("Run of no pages = %+v, %v, want AllocsPerPage 0 and no error", res, err)
 	}
 }
