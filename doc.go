@@ -37,7 +37,8 @@
 //	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
 //	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs
 //	frontier     frontier.go        the frontier interface and the in-memory frontier
-//	             frontier_queue.go  RunQueue's frontier over a storage.Queue (leases, acks, links)
+//	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
+//	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
 //	             frontier_faults.go, outage.go   storage failures of a queue run
 //	gate         limits/            per-host turns (LimitRule), the gate requests wait in
 //	download     fetch.go           the download stage as named steps, and run.download
