@@ -61,6 +61,7 @@ func (c *Collector) submit(req *Request) error {
 	_, nested := c.inCallback.Load(id)
 	r, err := c.enter(cfg, req)
 	if err != nil {
+		req.regionGID.Store(id) // its refusal's callbacks run on this goroutine
 		if nested {
 			c.refuseMarked(req, err)
 		} else {

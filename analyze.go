@@ -208,7 +208,7 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]item, [
 	}
 	var items []item
 	g, ok := r.guard(req, "engine", func() {
-		r.c.markCallbacks(r.cfg, func() { items = r.c.analyze(r, resp) })
+		r.c.markCallbacksFor(req, func() { items = r.c.analyze(r, resp) })
 	})
 	if ok && g.exitErr != nil {
 		// runtime.Goexit in a callback (or an escaped panic, a bug):
@@ -232,7 +232,7 @@ func (r *run) analyzeLeftovers() {
 			continue
 		}
 		r.guard(resp.Request, "engine", func() {
-			r.c.markCallbacks(r.cfg, func() { r.c.analyze(r, resp) })
+			r.c.markCallbacksFor(resp.Request, func() { r.c.analyze(r, resp) })
 		})
 	}
 }

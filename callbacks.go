@@ -220,7 +220,13 @@ func deleteDetached[T any](s []T, del func(T) bool) []T {
 // engine's worker, whose deferred calls still run, reports the request like
 // a panic (see goexitError) and the scheduler replaces the worker.
 func (c *Collector) safely(name string, f func()) (err error) {
-	release, err := c.serial.enter(c)
+	return c.safelyFor(nil, name, f)
+}
+
+// safelyFor is safely for a callback run for req (nil: unknown), whose
+// regionGID spares the sync-mode turn a goroutine-ID lookup.
+func (c *Collector) safelyFor(req *Request, name string, f func()) (err error) {
+	release, err := c.serial.enter(c, req)
 	if err != nil {
 		return fmt.Errorf("%s not run: %w", name, err)
 	}
@@ -262,7 +268,7 @@ func (c *Collector) safelyAt(req *Request, label *callbackLabel, f func()) error
 	if req != nil {
 		req.running.Store(label)
 	}
-	return c.safely(label.kind, f)
+	return c.safelyFor(req, label.kind, f)
 }
 
 // goexitError is the error for a request whose processing was cut short on
@@ -427,7 +433,9 @@ func (r *run) finishStuck(g *guardCall) {
 		req.root.setFinal(req.attempt, err)
 	}
 	// OnError hears of it, on a guarded goroutine too: the run is reaping,
-	// so an OnError that blocks as well is abandoned after the grace.
+	// so an OnError that blocks as well is abandoned after the grace. The
+	// stuck goroutine no longer speaks for req (see regionGID).
+	req.regionGID.Store(0)
 	r.guard(req, "OnError", func() {
 		r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err) })
 	})
@@ -467,7 +475,11 @@ type serialCallbacks struct {
 	// (nil for a callback outside a crawl, such as a top-level Visit's
 	// refusal), for a waiter that no longer sees that crawl (Stop cleared
 	// it) but must not wait for its stuck callback forever.
-	ownerDone atomic.Pointer[<-chan struct{}]
+	// It holds a <-chan struct{} (nil when no crawl's callback holds turn),
+	// which an atomic.Value stores without allocating.
+	ownerDone atomic.Value
+	// release gives the turn back; made with turn (see init).
+	release func()
 }
 
 func noRelease() {}
@@ -489,7 +501,7 @@ func ConcurrentCallbacks() CollectorOption {
 // one holding the turn on this goroutine. If the crawl stops while it waits (a callback is stuck),
 // it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
 // rather than run concurrently or waited for forever.
-func (s *serialCallbacks) enter(c *Collector) (func(), error) {
+func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 	if s.off.Load() {
 		return noRelease, nil
 	}
@@ -507,11 +519,11 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 		mine = done
 	} else if c.snapshot().async {
 		return noRelease, nil
-	} else if d := s.ownerDone.Load(); d != nil {
-		done = *d
+	} else if d, _ := s.ownerDone.Load().(<-chan struct{}); d != nil {
+		done = d
 	}
-	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
-	id := goroutineID()
+	s.once.Do(s.init)
+	id := req.goroutine()
 	if s.owner.Load() == id {
 		return noRelease, nil
 	}
@@ -526,13 +538,20 @@ func (s *serialCallbacks) enter(c *Collector) (func(), error) {
 	}
 	s.owner.Store(id)
 	if mine != nil {
-		s.ownerDone.Store(&mine)
+		s.ownerDone.Store(mine)
 	}
-	return func() {
+	return s.release, nil
+}
+
+// init makes the turn and the function that gives it back, once: a
+// callback that takes the turn allocates neither.
+func (s *serialCallbacks) init() {
+	s.turn = make(chan struct{}, 1)
+	s.release = func() {
 		s.owner.Store(0)
-		s.ownerDone.Store(nil)
+		s.ownerDone.Store((<-chan struct{})(nil))
 		<-s.turn
-	}, nil
+	}
 }
 
 // callingFromCallback reports whether the current goroutine is running one of
@@ -576,4 +595,28 @@ func goroutineID() uint64 {
 	}
 	id, _ := strconv.ParseUint(string(b), 10, 64)
 	return id
+}
+
+// markCallbacksFor is markCallbacks for the callbacks of req: the one
+// goroutine-ID lookup of the region is kept in req.regionGID, where the
+// sync-mode turn (serialCallbacks.enter) of each callback of req, and of the
+// refusals of the requests its callbacks make (Request.Visit and kin), finds
+// it instead of reading runtime.Stack once per callback.
+func (c *Collector) markCallbacksFor(req *Request, f func()) {
+	id := goroutineID()
+	req.regionGID.Store(id)
+	defer req.regionGID.Store(0)
+	c.withCallbackMarkID(id, f)
+}
+
+// goroutine returns the ID of the goroutine running r's callbacks, which
+// is the caller's when the caller runs one of them or a refusal they
+// caused; without r, or outside its callbacks, it looks the ID up.
+func (r *Request) goroutine() uint64 {
+	if r != nil {
+		if id := r.regionGID.Load(); id != 0 {
+			return id
+		}
+	}
+	return goroutineID()
 }

@@ -10,22 +10,27 @@ import (
 // requests that callbacks make with Request.Visit. Unlike Colly, each child
 // request gets its own copy, so siblings never see each other's writes.
 //
-// The zero value is not usable; create one with NewContext. A Context is safe
-// for concurrent use.
+// The zero value is an empty Context, as NewContext returns. A Context is
+// safe for concurrent use.
 type Context struct {
 	// mu guards m.
 	mu sync.RWMutex
-	m  map[string]any
+	// m is made by the first Put: most requests' contexts stay empty, and
+	// every link's Visit clones one.
+	m map[string]any
 }
 
 // NewContext returns an empty Context.
 func NewContext() *Context {
-	return &Context{m: make(map[string]any)}
+	return &Context{}
 }
 
 // Put stores value under key, replacing any earlier value.
 func (c *Context) Put(key string, value any) {
 	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[string]any)
+	}
 	c.m[key] = value
 	c.mu.Unlock()
 }
@@ -69,6 +74,9 @@ func (c *Context) ForEach(fn func(k string, v any) any) []any {
 func (c *Context) Clone() *Context {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if len(c.m) == 0 {
+		return &Context{}
+	}
 	return &Context{m: maps.Clone(c.m)}
 }
 

@@ -137,7 +137,11 @@ func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body 
 			size = min(cl, 16<<20) * 4
 		}
 	}
-	body, truncated, err = readLimited(src, size, max)
+	if exactLength(header, codings) {
+		body, truncated, err = readLimited(src, size, max)
+	} else {
+		body, truncated, err = readScratch(src, max)
+	}
 	if err != nil && len(codings) > 0 {
 		err = fmt.Errorf("magpie: decoding %s body: %w", strings.Join(codings, ", "), err)
 	}
@@ -148,15 +152,21 @@ func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body 
 // starting with a buffer of size bytes. The extra byte over size lets a body
 // of exactly Content-Length bytes see EOF without growing the buffer.
 func readLimited(r io.Reader, size, max int64) ([]byte, bool, error) {
-	limit := int64(-1)
 	if max > 0 {
-		limit = max + 1
 		size = min(size, max)
 	}
 	// Content-Length is the server's word: trust it for up to maxPresize
 	// bytes and let larger bodies grow as they arrive.
 	size = min(size, maxPresize)
-	buf := make([]byte, 0, size+1)
+	return readInto(make([]byte, 0, size+1), r, max)
+}
+
+// readInto is readLimited into buf, which it grows as needed.
+func readInto(buf []byte, r io.Reader, max int64) ([]byte, bool, error) {
+	limit := int64(-1)
+	if max > 0 {
+		limit = max + 1
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -39,6 +39,7 @@
 //	frontier     frontier.go        the frontier interface and the in-memory frontier
 //	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
+//	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
 //	             frontier_faults.go, outage.go   storage failures of a queue run
 //	gate         limits/            per-host turns (LimitRule), the gate requests wait in
 //	download     fetch.go           the download stage as named steps, and run.download

@@ -347,7 +347,7 @@ func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err er
 func (r *run) abandon(req *Request, resp *Response, err error) {
 	resp.err = err
 	defer r.finish(req, err)
-	r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(resp, err) })
+	r.c.markCallbacksFor(req, func() { r.c.handleOnError(resp, err) })
 }
 
 // finish records a request's outcome and counts it done. A request that
@@ -599,6 +599,7 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.run = r
 	c.runMu.Unlock()
+	qf.attachAdds(ctx)
 	// The StdlibContext ending fails every fetch from then on: the run
 	// stops as for its own context, rather than lease every entry left
 	// only to fail it.

@@ -425,7 +425,7 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 		return r.c.fetch(ctx, r.cfg, cbs, req), nil
 	}
 	g, ok := r.guard(req, "download", func() {
-		r.c.markCallbacks(r.cfg, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
+		r.c.markCallbacksFor(req, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
 	})
 	switch {
 	case !ok:

@@ -220,6 +220,11 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 	if queued {
 		f.combineAcks(ctx)
 	} else {
+		if ok {
+			if _, err := f.flushAdds(ctx); err != nil {
+				ok = false // its callbacks run again and add again
+			}
+		}
 		f.settle(ctx, id, req, ok)
 		f.reportVisited(refused)
 	}
@@ -258,8 +263,16 @@ const maxAckBatch = 512
 // comes back when its lease expires: a duplicate, never a loss.
 func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 	for {
+		// The requests added so far go with this batch's links: stored
+		// before any page finished meanwhile is acknowledged.
+		f.added.flushMu.Lock()
 		f.mu.Lock()
 		n := min(len(f.acks), maxAckBatch)
+		var adds *linkBatch
+		var dups []*Request
+		if n > 0 {
+			adds, dups = f.takeAddsLocked()
+		}
 		batch := slices.Clone(f.acks[:n])
 		f.acks = f.acks[n:]
 		if len(f.acks) == 0 {
@@ -273,10 +286,13 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 		f.ackingIDs = ids
 		f.mu.Unlock()
 		if n == 0 {
+			f.added.flushMu.Unlock()
 			return refused
 		}
 		var seen []*Request
-		ids, seen = f.storeBatchLinks(ctx, batch, ids)
+		ids, seen = f.storeBatchLinks(ctx, batch, ids, adds)
+		f.added.flushMu.Unlock()
+		refused = append(refused, dups...)
 		refused = append(refused, seen...)
 		var req *Request
 		if n == 1 {
@@ -300,13 +316,17 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 // round trip and returns the lease IDs to acknowledge: all of them, or,
 // when the storage would not take the links, those of the pages without
 // links (the others are released, so that their callbacks run again).
-func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string) ([]string, []*Request) {
+func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, ids []string, adds *linkBatch) ([]string, []*Request) {
 	var all linkBatch
 	for _, a := range batch {
 		if a.links != nil {
 			all.data = append(all.data, a.links.data...)
 			all.reqs = append(all.reqs, a.links.reqs...)
 		}
+	}
+	if adds != nil {
+		all.data = append(all.data, adds.data...)
+		all.reqs = append(all.reqs, adds.reqs...)
 	}
 	if len(all.data) == 0 {
 		return ids, nil
@@ -316,9 +336,12 @@ func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, i
 		return ids, refused
 	}
 	f.c.logger.Warn("storing the links of finished pages; they will be fetched again", "pages", len(batch), "links", len(all.data), "err", err)
+	// Requests added with AddURL may come from any of the pages: they stay
+	// buffered for the next flush, and every page goes back.
+	f.restoreAdds(adds)
 	ids = ids[:0]
 	for _, a := range batch {
-		if a.links == nil {
+		if a.links == nil && adds == nil {
 			ids = append(ids, a.id)
 			continue
 		}
@@ -395,6 +418,8 @@ func (f *queueFrontier) renewLoop(ctx context.Context) {
 // acknowledgements and as long again for the releases; entries it does not
 // take come back when their leases expire.
 func (f *queueFrontier) close() {
+	// From now on AddURL pushes at once; what it buffered is stored below.
+	f.detachAdds()
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
@@ -405,6 +430,7 @@ func (f *queueFrontier) close() {
 	// Finished entries nobody is acknowledging (the workers have exited).
 	ackCtx, cancelAcks := context.WithTimeout(context.Background(), queueStopGrace)
 	f.combineAcks(ackCtx)
+	f.flushAddsAtClose(ackCtx)
 	cancelAcks()
 	f.mu.Lock()
 	leased := f.leased

@@ -116,7 +116,10 @@ type queueFrontier struct {
 	// its first copy is leased would be pushed too, filling a bounded
 	// queue with duplicates. Losing it in a crash is harmless: the first
 	// copy is in the storage.
-	pushed   map[uint64]struct{}
+	pushed map[uint64]struct{}
+	// added buffers what queue.AddURL and AddRequest give the run (see
+	// frontier_adds.go).
+	added    addBuffer
 	inflight int
 	errs     []error
 	// fatalErr is the storage error that ended the run (see fail); fatal
@@ -355,6 +358,12 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 				f.fail("lease", err)
 				return nil, errFrontierDone
 			case errors.Is(err, storage.ErrQueueEmpty):
+				// Requests added with AddURL may be all the work left.
+				if flushed, ferr := f.flushAdds(ctx); flushed && ferr == nil {
+					continue
+				} else if ferr != nil && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
 				done, err := f.drained(ctx)
 				switch {
 				case err == nil && done:
@@ -560,8 +569,15 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 		if err != nil {
 			req.err = err
 			// Deferred: settled even if OnError ends the goroutine
-			// (runtime.Goexit; the run starts another feeder).
-			defer f.settle(ctx, e.ID, req, true)
+			// (runtime.Goexit; the run starts another feeder). What
+			// OnRefused added with AddURL is stored first.
+			added := f.addsCount()
+			defer func() {
+				if f.addsCount() != added {
+					_, _ = f.flushAdds(ctx)
+				}
+				f.settle(ctx, e.ID, req, true)
+			}()
 			f.c.refuse(req, err)
 			return nil, errRefused
 		}
@@ -696,7 +712,7 @@ func (f *queueFrontier) admitLeased(ctx context.Context, req *Request) error {
 // by another consumer, nor waiting for a retry's not-before time).
 func (f *queueFrontier) drained(ctx context.Context) (bool, error) {
 	f.mu.Lock()
-	busy := f.inflight > 0 || len(f.acks) > 0 || f.acking > 0
+	busy := f.inflight > 0 || len(f.acks) > 0 || f.acking > 0 || f.addsPendingLocked()
 	f.mu.Unlock()
 	if busy {
 		return false, nil

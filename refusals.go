@@ -124,7 +124,7 @@ func (c *Collector) deliverRefusal(req *Request, err error) {
 	c.refusals.add(reason)
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.refused {
-		if perr := c.safely("OnRefused", func() { f(req, err) }); perr != nil {
+		if perr := c.safelyFor(req, "OnRefused", func() { f(req, err) }); perr != nil {
 			c.logger.Error("OnRefused callback panicked", "url", logURL(req), "err", perr)
 		}
 	}

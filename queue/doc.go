@@ -11,7 +11,9 @@
 // # The life of a queued request
 //
 // AddURL and AddRequest marshal a request (Request.Marshal) and push it into
-// the queue's Storage. Run hands the Storage to Collector.RunQueue, which
+// the queue's Storage; called during this Queue's Run (from its callbacks, as
+// Colly programs do), they add it to the batch of links being stored instead
+// (below), checked against the visited set. Run hands the Storage to Collector.RunQueue, which
 // leases entries, decodes them, admits them like any Visit (domains, depth,
 // robots, visited set, MaxRequests) and fetches them with Threads download
 // workers. Requests that callbacks discover (e.Request.Visit) are pushed into
@@ -43,6 +45,10 @@
 //     entries are leased: the rest stay in the Storage for a later Run.
 //   - AddURL returns an error for a URL without a scheme or host instead of
 //     storing a request that can never be sent.
+//   - AddURL and AddRequest during Run store no duplicate: a request visited
+//     already, or added during the run and not crawled yet, is refused
+//     (OnRefused, Stats().Refused["visited"]); a full Storage refuses it with
+//     ErrQueueFull the same way rather than as the call's error.
 //
 // # Storage
 //

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/internal/runlink"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -46,6 +47,8 @@ type Queue struct {
 	Threads int
 
 	storage storage.Queue
+	// adds takes AddURL and AddRequest calls to the running Run's frontier.
+	adds runlink.Sink[*magpie.Request]
 
 	// mu guards running, cancel and stopped.
 	mu      sync.Mutex
@@ -94,7 +97,8 @@ func (q *Queue) Storage() storage.Queue { return q.storage }
 // absolute: a URL without a scheme ("?n=0", "/a") returns an error wrapping
 // magpie.ErrInvalidURL, and an http(s) URL without a host one wrapping
 // magpie.ErrMissingURL, and is not stored, since no page could resolve it
-// later (Colly stores it and it fails silently).
+// later (Colly stores it and it fails silently). During this Queue's Run
+// the request joins the batch of links being stored, as AddRequest says.
 func (q *Queue) AddURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -110,15 +114,32 @@ func (q *Queue) AddURL(u string) error {
 }
 
 // AddRequest adds r, encoded with r.Marshal, to the storage. It never waits
-// for a running crawl; it returns ErrQueueFull when the storage is full, and,
-// as AddURL, an error wrapping magpie.ErrInvalidURL or magpie.ErrMissingURL
-// for a URL that is missing, relative or without a host.
+// for a running crawl. It returns an error wrapping magpie.ErrInvalidURL or
+// magpie.ErrMissingURL, as AddURL does, for a URL that is missing, relative
+// or without a host.
+//
+// Outside Run it pushes r at once and returns ErrQueueFull when the storage
+// is full. During this Queue's Run (from its callbacks, typically) r joins
+// the links of the pages being crawled: it is checked against the visited
+// set and pushed with them in one round trip, before any page that
+// finishes after the call is acknowledged, so a crash loses nothing. A
+// request already visited, or already added or visited-to during the run
+// and not crawled yet, is then not stored but refused (OnRefused,
+// Stats().Refused["visited"]), as its lease would have refused it; a full
+// storage refuses it with ErrQueueFull the same way (Stats().Refused
+// ["queue_full"]) instead of the call returning the error.
 func (q *Queue) AddRequest(r *magpie.Request) error {
 	if r == nil {
 		return errors.New("queue: AddRequest(nil)")
 	}
 	if err := checkAbsolute(r.URL); err != nil {
 		return fmt.Errorf("queue: AddRequest: %w", err)
+	}
+	if taken, err := q.adds.Add(r); taken {
+		if err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
+		return nil
 	}
 	data, err := r.Marshal()
 	if err != nil {
@@ -189,7 +210,7 @@ func (q *Queue) RunContext(ctx context.Context, c *magpie.Collector) error {
 		q.mu.Unlock()
 		return ErrRunning
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(runlink.With(ctx, &q.adds))
 	q.running, q.cancel, q.stopped = true, cancel, false
 	threads := q.Threads
 	q.mu.Unlock()

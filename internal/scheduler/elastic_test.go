@@ -170,7 +170,7 @@ func schedulerGoroutines() int {
 	}
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "magpie/scheduler.") && !strings.Contains(g, "magpie/scheduler.Test") {
+		if strings.Contains(g, "magpie/internal/scheduler.") && !strings.Contains(g, "magpie/internal/scheduler.Test") {
 			count++
 		}
 	}

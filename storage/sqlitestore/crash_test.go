@@ -43,7 +43,15 @@ func TestHelperCrawler(t *testing.T) {
 	if err := c.SetStorage(s); err != nil {
 		t.Fatal(err)
 	}
-	c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.DOM.AttrOr("href", "")) })
+	var q *queue.Queue
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		if os.Getenv("MAGPIE_CRASH_ADDURL") != "" {
+			// Colly's queue idiom (see TestCrashResumeAddURL).
+			_ = q.AddURL(e.Request.AbsoluteURL(e.DOM.AttrOr("href", "")))
+			return
+		}
+		_ = e.Request.Visit(e.DOM.AttrOr("href", ""))
+	})
 	if items := os.Getenv("MAGPIE_CRASH_ITEMS"); items != "" {
 		// One item per page, appended to a JSON lines file by the
 		// pipeline: a page is acknowledged only after its item is written.
@@ -55,7 +63,7 @@ func TestHelperCrawler(t *testing.T) {
 		c.OnScraped(func(r *magpie.Response) { r.Emit(r.Request.URL.Path) })
 		c.Pipeline(exp.Processor())
 	}
-	q, err := queue.New(4, s)
+	q, err = queue.New(4, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,195 @@
+package magpie
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/magpiecrawl/magpie/internal/runlink"
+	"github.com/magpiecrawl/magpie/internal/urlkey"
+)
+
+// addBuffer holds the requests that queue.AddURL and queue.AddRequest gave
+// a queue run while it runs (see runlink). They are stored like the links
+// of the pages: checked against the visited set and pushed in one round
+// trip with the next batch of finished pages' links (storeBatchLinks), so
+// an entry added by a page's callbacks is stored before that page is
+// acknowledged, and a kill -9 loses nothing.
+type addBuffer struct {
+	// links and dups are guarded by the frontier's mu. dups are requests
+	// refused as duplicates of a request pushed by this run and not leased
+	// yet; they reach OnRefused when the buffer is flushed, never inside
+	// the AddURL call (which a callback holding the sync turn makes).
+	links linkBatch
+	dups  []*Request
+	// added counts the requests ever buffered (under the frontier's mu),
+	// so that a caller can tell whether user code it ran added any.
+	added int
+	// flushMu is held while buffered requests are taken and stored, so
+	// that an acknowledgement batch cut after a request was added waits
+	// for a flush that took it (a flush by the feeder, see next).
+	flushMu sync.Mutex
+	// detach ends the hand-over from the Queue; set once by attachAdds
+	// and called by close.
+	detach func()
+}
+
+// attachAdds makes the Queue whose run this is (if ctx says so, see
+// runlink) hand its AddURL and AddRequest calls to addQueued until close.
+func (f *queueFrontier) attachAdds(ctx context.Context) {
+	if s := runlink.From[*Request](ctx); s != nil {
+		f.added.detach = s.Attach(f.addQueued)
+	}
+}
+
+// detachAdds ends the hand-over; later AddURL calls push at once.
+func (f *queueFrontier) detachAdds() {
+	if f.added.detach != nil {
+		f.added.detach()
+	}
+}
+
+// addQueued buffers r, a request given to queue.AddRequest during the run.
+// It is queued without admission, as AddRequest queues it outside a run:
+// admission runs when it is leased. A duplicate of a request this run
+// pushed and has not leased yet is refused as visited (reported at the
+// next flush).
+func (f *queueFrontier) addQueued(r *Request) error {
+	data, err := r.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal request: %w", err)
+	}
+	n := f.queuedRequest(r)
+	f.mu.Lock()
+	if n.checkRevisit && !f.cfg.allowRevisit {
+		if _, dup := f.pushed[n.visitKey]; dup {
+			n.err = &AlreadyVisitedError{Destination: n.URL}
+			f.added.dups = append(f.added.dups, n)
+			f.mu.Unlock()
+			return nil
+		}
+		f.pushed[n.visitKey] = struct{}{}
+	}
+	f.added.links.data = append(f.added.links.data, data)
+	f.added.links.reqs = append(f.added.links.reqs, n)
+	f.added.added++
+	// With nothing in flight no acknowledgement will flush the buffer:
+	// wake the feeder, which flushes it when it finds nothing to lease.
+	idle := f.inflight == 0 && len(f.acks) == 0 && f.acking == 0
+	f.mu.Unlock()
+	if idle {
+		f.signal()
+	}
+	return nil
+}
+
+// queuedRequest is the request that stands for r in the buffer: what
+// storeLinks needs (visited key, whether it is checked) and what OnRefused
+// shows if it is refused, as its lease would have decoded it. r itself
+// stays the caller's.
+func (f *queueFrontier) queuedRequest(r *Request) *Request {
+	method := cmp.Or(r.Method, http.MethodGet)
+	h, ctx := r.Headers, r.Ctx
+	if h == nil {
+		h = &http.Header{}
+	}
+	if ctx == nil {
+		ctx = NewContext()
+	}
+	n := &Request{
+		URL: r.URL, Method: method, Depth: max(r.Depth, 1), Headers: h, Host: r.Host, Ctx: ctx,
+		ID: f.c.nextID.Add(1), collector: f.c, stdCtx: f.c.Context, attempt: 1,
+		bodyBytes: r.bodyBytes,
+		// An entry queued already admitted (a request of the crawl added
+		// again) is leased without a visited check, so it is pushed
+		// without one too.
+		checkRevisit: !r.entry.admitted,
+	}
+	n.visitKey = urlkey.RequestKey(method, urlkey.Canonical(r.URL, f.cfg.sortQuery), r.bodyBytes)
+	return n
+}
+
+// takeAddsLocked empties the buffer; f.mu is held.
+func (f *queueFrontier) takeAddsLocked() (*linkBatch, []*Request) {
+	var b *linkBatch
+	if len(f.added.links.data) > 0 {
+		b = &linkBatch{data: f.added.links.data, reqs: f.added.links.reqs}
+		f.added.links = linkBatch{}
+	}
+	dups := f.added.dups
+	f.added.dups = nil
+	return b, dups
+}
+
+// addsPendingLocked reports whether the buffer holds anything; f.mu is held.
+func (f *queueFrontier) addsPendingLocked() bool {
+	return len(f.added.links.data) > 0 || len(f.added.dups) > 0
+}
+
+// addsCount returns how many requests were ever buffered.
+func (f *queueFrontier) addsCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.added.added
+}
+
+// restoreAdds puts back a batch the storage did not take, ahead of what was
+// added since, and marks its keys pushed again.
+func (f *queueFrontier) restoreAdds(b *linkBatch) {
+	if b == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range b.reqs {
+		if r.checkRevisit && !f.cfg.allowRevisit {
+			f.pushed[r.visitKey] = struct{}{}
+		}
+	}
+	f.added.links.data = slices.Concat(b.data, f.added.links.data)
+	f.added.links.reqs = slices.Concat(b.reqs, f.added.links.reqs)
+}
+
+// flushAdds stores the buffered requests now, without waiting for a page
+// to finish: when the feeder finds nothing to lease (they may be all the
+// work left), before an entry is acknowledged outside the batches, and
+// when the run stops. It reports whether there was anything to flush; on
+// an error the requests stay buffered.
+func (f *queueFrontier) flushAdds(ctx context.Context) (bool, error) {
+	f.added.flushMu.Lock()
+	f.mu.Lock()
+	b, dups := f.takeAddsLocked()
+	f.mu.Unlock()
+	if b == nil && len(dups) == 0 {
+		f.added.flushMu.Unlock()
+		return false, nil
+	}
+	var refused []*Request
+	var err error
+	if b != nil {
+		refused, err = f.storeLinks(ctx, b)
+		if err != nil {
+			f.restoreAdds(b)
+		}
+	}
+	f.added.flushMu.Unlock()
+	f.reportVisited(slices.Concat(dups, refused))
+	return true, err
+}
+
+// flushAddsAtClose stores what is buffered when the run stops; what the
+// storage does not take within the grace is lost, and the run's error says so.
+func (f *queueFrontier) flushAddsAtClose(ctx context.Context) {
+	if _, err := f.flushAdds(ctx); err != nil {
+		f.mu.Lock()
+		n := len(f.added.links.data)
+		f.added.links = linkBatch{}
+		f.errs = append(f.errs, fmt.Errorf("%w: %d requests added with AddURL or AddRequest during the run were not stored: %w",
+			ErrStorageUnavailable, n, err))
+		f.mu.Unlock()
+		f.c.logger.Warn("storing requests added during the run", "requests", n, "err", err)
+	}
+}

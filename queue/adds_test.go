@@ -1,0 +1,134 @@
+package queue_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/magpiecrawl/magpie"
+
+	"github.com/magpiecrawl/magpie/internal/queuetest"
+	"github.com/magpiecrawl/magpie/queue"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// TestAddURLDuringRunJoinsBatch runs queuetest.AddsJoinBatch on the
+// in-memory queue: AddURL from callbacks is deduplicated, checked against
+// the visited set and stored with the page's links before its ack.
+func TestAddURLDuringRunJoinsBatch(t *testing.T) {
+	queuetest.AddsJoinBatch(t, func(*testing.T) (storage.Queue, storage.Storage) {
+		return &queue.InMemoryQueueStorage{MaxSize: queue.DefaultMaxSize}, nil
+	})
+}
+
+// TestAddURLDuringRunQueueFull checks that AddURL from a callback into a
+// full storage returns nil and refuses the request with ErrQueueFull to
+// OnRefused and Stats().Refused, as a Visit link is refused, while the
+// requests that fit are crawled.
+func TestAddURLDuringRunQueueFull(t *testing.T) {
+	const added = 6
+	var fetched atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/p/") {
+			fetched.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/seed" {
+			for i := range added {
+				fmt.Fprintf(w, `<a href="/p/%d">p</a>`, i)
+			}
+		}
+	}))
+	defer srv.Close()
+	q, err := queue.New(1, &queue.InMemoryQueueStorage{MaxSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/seed"); err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector()
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		if err := q.AddURL(e.Request.AbsoluteURL(e.Attr("href"))); err != nil {
+			t.Errorf("AddURL from OnHTML error = %v, want nil (refused to OnRefused)", err)
+		}
+	})
+	var full atomic.Int64
+	c.OnRefused(func(r *magpie.Request, err error) {
+		if !errors.Is(err, queue.ErrQueueFull) {
+			t.Errorf("OnRefused(%s) error = %v, want ErrQueueFull", r.URL.Path, err)
+		}
+		full.Add(1)
+	})
+	if err := runWithin(t, q, c, 2*time.Minute); err != nil {
+		t.Fatalf("Run error = %v, want nil", err)
+	}
+	if full.Load() == 0 {
+		t.Fatal("no AddURL was refused with ErrQueueFull")
+	}
+	if got := fetched.Load() + full.Load(); got != added {
+		t.Errorf("pages fetched + refused as full = %d, want %d", got, added)
+	}
+	if got := c.Stats().Refused[magpie.RefusedQueueFull]; got != uint64(full.Load()) {
+		t.Errorf("Stats().Refused[queue_full] = %d, want %d", got, full.Load())
+	}
+}
+
+// TestAddURLDuringRunFlushedWhenIdle checks that a request added during a
+// run from outside any callback, while the only page in flight is blocked,
+// is stored and crawled without waiting for that page: the feeder, finding
+// nothing to lease, stores what AddURL buffered.
+func TestAddURLDuringRunFlushedWhenIdle(t *testing.T) {
+	slowStarted, releaseSlow, otherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			close(slowStarted)
+			<-releaseSlow
+		case "/other":
+			once.Do(func() { close(otherDone) })
+		}
+		w.Header().Set("Content-Type", "text/html")
+	}))
+	defer srv.Close()
+	q, err := queue.New(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/slow"); err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	c.SetRequestTimeout(5 * time.Minute) // /slow must stay in flight
+	done := make(chan error, 1)
+	go func() { done <- q.Run(c) }()
+	<-slowStarted
+	if err := q.AddURL(srv.URL + "/other"); err != nil {
+		t.Fatalf("AddURL(/other) during Run error = %v, want nil", err)
+	}
+	select {
+	case <-otherDone:
+	case <-time.After(time.Minute):
+		close(releaseSlow)
+		t.Fatal("/other, added while /slow was in flight, was not crawled before /slow finished")
+	}
+	close(releaseSlow)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run error = %v, want nil", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
+	if n, err := q.Size(); err != nil || n != 0 {
+		t.Errorf("Size() after Run = %d, %v, want 0", n, err)
+	}
+}

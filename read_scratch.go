@@ -1,0 +1,48 @@
+package magpie
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// maxScratch is the largest read buffer kept for reuse: a rare huge body
+// must not pin its buffer for the rest of the crawl.
+const maxScratch = 1 << 20
+
+// scratchPool holds read buffers (*[]byte) reused across responses whose
+// length is not known in advance. A body is read into one and copied out
+// at its exact size: one allocation per body, where growing a fresh buffer
+// takes several and up to twice the bytes. The slice handed to callbacks
+// (Response.Body) is always the copy, never a pooled buffer, so that users
+// may keep it.
+var scratchPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, defaultReadSize*2)
+	return &b
+}}
+
+// exactLength reports whether the body's decoded length is known before
+// reading: Content-Length of an unencoded body. Such a body is read into a
+// buffer of its size directly.
+func exactLength(header http.Header, codings []string) bool {
+	if len(codings) > 0 {
+		return false
+	}
+	cl, err := strconv.ParseInt(header.Get("Content-Length"), 10, 64)
+	return err == nil && cl >= 0 && cl <= maxPresize
+}
+
+// readScratch is readLimited for a body of unknown length: read into a
+// pooled buffer, returned as an exact-size copy.
+func readScratch(r io.Reader, max int64) ([]byte, bool, error) {
+	bp := scratchPool.Get().(*[]byte)
+	buf, truncated, err := readInto((*bp)[:0], r, max)
+	out := make([]byte, len(buf))
+	copy(out, buf)
+	if cap(buf) <= maxScratch {
+		*bp = buf[:0]
+		scratchPool.Put(bp)
+	}
+	return out, truncated, err
+}
