@@ -14,30 +14,6 @@ import (
 	"time"
 )
 
-// 1. Visit from a callback never deadlocks, sync mode, one worker.
-func TestSyncVisitFromCallbackNoDeadlock(t *testing.T) {
-	ts := newTestServer(t)
-	c := NewCollector(Workers(1))
-	var n atomic.Int32
-	c.OnHTML("a[href]", func(e *HTMLElement) {
-		_ = c.Visit(e.Request.AbsoluteURL(e.DOM.AttrOr("href", ""))) // collector-level Visit inside a callback
-	})
-	c.OnResponse(func(*Response) { n.Add(1) })
-	done := make(chan error, 1)
-	go func() { done <- c.Visit(ts.URL + "/") }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Visit error = %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Visit deadlocked")
-	}
-	if got := n.Load(); got != 7 {
-		t.Errorf("responses = %d, want 7", got)
-	}
-}
-
 // 1. 5,000 async Visits to a blocking server add a bounded number of goroutines.
 func TestAsyncVisitsBoundedGoroutines(t *testing.T) {
 	release := make(chan struct{})
@@ -235,20 +211,6 @@ func TestDedupConcurrent(t *testing.T) {
 	}
 }
 
-func TestFailedFetchCanBeRetriedLater(t *testing.T) {
-	ts := newTestServer(t)
-	c := NewCollector()
-	if err := c.Visit(ts.URL + "/500"); err == nil {
-		t.Fatal("Visit(/500) error = nil, want HTTPError")
-	}
-	if err := c.Visit(ts.URL + "/500"); err == nil || errors.As(err, new(*AlreadyVisitedError)) {
-		t.Errorf("second Visit(/500) error = %v, want a fresh HTTPError", err)
-	}
-	if n := ts.count("/500"); n != 2 {
-		t.Errorf("/500 fetched %d times, want 2", n)
-	}
-}
-
 // 6. Siblings get their own copy of the parent's Context.
 func TestChildContextIsolated(t *testing.T) {
 	ts := newTestServer(t)
@@ -279,20 +241,6 @@ func TestChildContextIsolated(t *testing.T) {
 		if seen[p] != "root" {
 			t.Errorf("Ctx seen by %s = %q, want %q", p, seen[p], "root")
 		}
-	}
-}
-
-// 7. Truncation is flagged.
-func TestTruncationFlagged(t *testing.T) {
-	ts := newTestServer(t)
-	c := NewCollector(MaxBodySize(1000))
-	var resp *Response
-	c.OnResponse(func(r *Response) { resp = r })
-	if err := c.Visit(ts.URL + "/big"); err != nil {
-		t.Fatal(err)
-	}
-	if resp == nil || !resp.Truncated || len(resp.Body) != 1000 {
-		t.Fatalf("response Truncated/len = %v/%d, want true/1000", resp != nil && resp.Truncated, len(resp.Body))
 	}
 }
 
@@ -387,22 +335,5 @@ func TestStopMidCrawl(t *testing.T) {
 	}
 	if after > before+2 {
 		t.Errorf("goroutines after Stop = %d, before = %d", after, before)
-	}
-}
-
-func TestCallbackPanicRecovered(t *testing.T) {
-	ts := newTestServer(t)
-	c := NewCollector()
-	var got error
-	c.OnError(func(r *Response, err error) { got = err })
-	var scraped bool
-	c.OnHTML("p", func(*HTMLElement) { panic("boom") })
-	c.OnScraped(func(*Response) { scraped = true })
-	err := c.Visit(ts.URL + "/html")
-	if !errors.Is(err, ErrCallbackPanic) || !errors.Is(got, ErrCallbackPanic) {
-		t.Errorf("Visit error = %v, OnError got %v, want ErrCallbackPanic", err, got)
-	}
-	if !scraped {
-		t.Error("OnScraped did not run after a panicking OnHTML")
 	}
 }

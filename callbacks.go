@@ -1,9 +1,12 @@
 package magpie
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -549,4 +552,71 @@ func (s *serialCallbacks) init() {
 		s.ownerDone.Store((<-chan struct{})(nil))
 		<-s.turn
 	}
+}
+
+// callingFromCallback reports whether the current goroutine is running one of
+// this collector's callbacks (see markCallbacks).
+func (c *Collector) callingFromCallback() bool {
+	_, ok := c.inCallback.Load(goroutineID())
+	return ok
+}
+
+// markCallbacks runs f with the current goroutine recorded as running this
+// collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
+// the request they are called from, so the goroutine ID (read from
+// runtime.Stack, about a microsecond) is the only way to tell a call from a
+// callback, which must not wait for the crawl it is part of, from a
+// top-level call.
+func (c *Collector) markCallbacks(_ *config, f func()) {
+	c.withCallbackMark(f)
+}
+
+func (c *Collector) withCallbackMark(f func()) {
+	c.withCallbackMarkID(goroutineID(), f)
+}
+
+// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
+func (c *Collector) withCallbackMarkID(id uint64, f func()) {
+	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
+		f()
+		return
+	}
+	defer c.inCallback.Delete(id)
+	f()
+}
+
+// goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+// markCallbacksFor is markCallbacks for the callbacks of req: the one
+// goroutine-ID lookup of the region is kept in req.regionGID, where the
+// sync-mode turn (serialCallbacks.enter) of each callback of req, and of the
+// refusals of the requests its callbacks make (Request.Visit and kin), finds
+// it instead of reading runtime.Stack once per callback.
+func (c *Collector) markCallbacksFor(req *Request, f func()) {
+	id := goroutineID()
+	req.regionGID.Store(id)
+	defer req.regionGID.Store(0)
+	c.withCallbackMarkID(id, f)
+}
+
+// goroutine returns the ID of the goroutine running r's callbacks, which
+// is the caller's when the caller runs one of them or a refusal they
+// caused; without r, or outside its callbacks, it looks the ID up.
+func (r *Request) goroutine() uint64 {
+	if r != nil {
+		if id := r.regionGID.Load(); id != 0 {
+			return id
+		}
+	}
+	return goroutineID()
 }

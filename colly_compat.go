@@ -3,9 +3,7 @@ package magpie
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
@@ -46,14 +44,7 @@ func (c *Collector) Init() {
 	c.TraceHTTP = false
 	c.Context = context.Background()
 	c.SortQuery = false
-	c.logger = slog.New(slog.DiscardHandler)
-	c.workers = 0
-	c.maxParked = 0
-	c.queueLookahead = 0
-	c.retry = nil
-	c.sitemapsFromRobots = false
-	c.sitemapSince = time.Time{}
-	c.progressEvery = 0
+	c.settings = defaultSettings()
 	c.visitMu = &sync.Mutex{}
 	st := &storage.InMemoryStorage{}
 	_ = st.Init() // in-memory Init cannot fail

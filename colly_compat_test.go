@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 )
 
 func TestContextMarshalBinary(t *testing.T) {
@@ -50,6 +51,26 @@ func TestCollectorInitResets(t *testing.T) {
 	}
 	if n := c.snapshotCallbacks().count().response; n != 1 {
 		t.Errorf("OnResponse callbacks after Init = %d, want 1 (kept)", n)
+	}
+}
+
+// TestCollectorInitResetsOptions checks that Init resets every option, as
+// its doc says, including those kept only in unexported settings.
+func TestCollectorInitResetsOptions(t *testing.T) {
+	c := NewCollector(Workers(4), MaxParked(8), QueueLookahead(64), RetryPolicy(RetryOptions{MaxAttempts: 3}),
+		MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), SitemapsFromRobots(), ProgressInterval(time.Minute))
+	c.Init()
+	s := c.settings
+	s.logger = nil
+	if s != (settings{}) {
+		t.Errorf("settings after Init = %+v, want every knob at its default", s)
+	}
+	if c.logger == nil {
+		t.Error("logger after Init is nil, want the silent default")
+	}
+	n := NewCollector(MaxPending(5), StopGrace(3*time.Second), BusyRetries(2)).Clone()
+	if n.maxPending != 5 || n.stopGrace != 3*time.Second || n.busyRetries != 2 {
+		t.Errorf("Clone settings = %+v, want the original's", n.settings)
 	}
 }
 

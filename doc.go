@@ -27,6 +27,31 @@
 // then either OnError, or OnResponse, OnHTML, OnXML and OnScraped. A panic in
 // a callback is recovered and delivered to OnError (ErrCallbackPanic).
 //
+// # Where each step lives
+//
+// The package is flat, as Colly's is; its files follow the journey:
+//
+//	admission    admit.go           every way in: build (newRequest), check (admit), enqueue
+//	             internal/urlkey    links read as browsers do, canonical URLs, visited keys
+//	             config.go          the settings a crawl runs with (config, settings)
+//	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
+//	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs
+//	frontier     frontier.go        the frontier interface and the in-memory frontier
+//	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
+//	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
+//	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
+//	             frontier_faults.go, outage.go   storage failures of a queue run
+//	gate         limits/            per-host turns (LimitRule), the gate requests wait in
+//	download     fetch.go           the download stage as named steps, and run.download
+//	             http_backend.go    the HTTP client: cookies, proxy, redirect policy, one round trip
+//	             fetcher.go, cache.go, decode.go   the Fetcher hook, CacheDir, body decoding
+//	analysis     analyze.go         the response callbacks, then the request is finished
+//	             retry.go           RetryPolicy, BusyRetries, and waits for robots.txt
+//	items        items.go           Emit and the item pipeline
+//	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue
+//	             callbacks.go       running user code: registration, panics, the callback mark, guard
+//	             internal/scheduler the stage engine: pools and workers of download, analysis, items
+//
 // # Concurrency
 //
 // Callbacks run on the engine's workers, several at once; guard shared state.
@@ -37,4 +62,37 @@
 // one blocked in a callback that never returns: StopGrace after the crawl
 // was told to stop it is abandoned, and its request reported with
 // ErrCallbackStuck. Do not call Wait from a callback.
+//
+// A crawl is one run (engine.go), started by the first admitted request (or
+// RunQueue) and owning these goroutines; run.spawn starts those of the run
+// itself, and run.shutdown waits for all of them:
+//
+//   - the feeder (run.feed, spawned by startRun) moves requests from the
+//     frontier to the gate; it alone leases from a queue frontier and owns
+//     the frontier state marked feeder-only. A callback that ends it with
+//     runtime.Goexit while a lease is refused makes it spawn its successor.
+//   - the dispatcher (run.dispatch, spawned by startRun) takes a download
+//     token, then a request whose host may start from the gate, counts it
+//     busy and submits it to the scheduler.
+//   - the error drain (run.drainErrors, spawned by startRun) logs what the
+//     scheduler reports.
+//   - the StdlibContext watcher (run.reapAfter, spawned by startRun when that
+//     context can end) abandons the callbacks still running a grace later.
+//   - the progress logger (run.progress, spawned by startRun with
+//     ProgressInterval) logs a Stats line every period.
+//   - the scheduler's workers (internal/scheduler, started by its Start and
+//     stopped by its Stop in run.shutdown): download workers run
+//     run.download (the fetch and its request callbacks), analyze workers
+//     run.analyze (the response callbacks), one pipeline worker runs the
+//     item processors. A pool sized by the limits grows and shrinks with
+//     the downloads the gate lets start.
+//   - a guard goroutine per stage call that runs user code (run.guard,
+//     callbacks.go): the worker waits for it, or gives it up as stuck after
+//     StopGrace once the run stops.
+//   - the lease renewer (queueFrontier.renewLoop, started by the queue
+//     frontier's first lease, stopped by its close): renews the leases a
+//     queue run holds.
+//   - at stop, run.shutdown's grace timer (reaps stuck callbacks) and, for a
+//     Stop called from a callback, the goroutine that shuts the run down for
+//     it (Wait waits for it).
 package magpie

@@ -1,24 +1,17 @@
 package magpie
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
-	"net/http"
-	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/scheduler"
 	"github.com/magpiecrawl/magpie/limits"
-	"github.com/magpiecrawl/magpie/scheduler"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -93,11 +86,38 @@ const autoWorkerIdle = time.Second
 
 // startRun starts a crawl over front with workers download workers; workers
 // <= 0 sizes the pool by the limits (MaxWorkers, DefaultHostParallelism).
+// It builds the run, starts the scheduler's stages, and spawns the run's
+// own goroutines (doc.go's Concurrency section names each).
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
 	auto := workers <= 0
 	if auto {
 		workers = MaxWorkers
 	}
+	r := c.newRun(cfg, front, workers, auto, queueMode)
+	if err := r.startStages(workers, auto); err != nil {
+		// The gate is registered with the shared limiter, which would
+		// otherwise keep it.
+		r.stopFeed()
+		r.cancel()
+		r.gate.Close()
+		return nil, err
+	}
+	r.spawn(r.feed)
+	r.spawn(r.dispatch)
+	r.spawn(r.drainErrors)
+	if done := cfg.stdCtx.Done(); done != nil {
+		r.spawn(func() { r.reapAfter(done) })
+	}
+	if cfg.progressEvery > 0 {
+		r.spawn(func() { r.progress(r.ctx, cfg.progressEvery) })
+	}
+	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
+	return r, nil
+}
+
+// newRun builds a run over front, its gate registered with the shared
+// limiter; nothing runs yet.
+func (c *Collector) newRun(cfg *config, front frontier, workers int, auto, queueMode bool) *run {
 	c.shared.backend.keepIdleFor(workers)
 	parked := cfg.parked(workers)
 	if queueMode && cfg.maxParked == 0 {
@@ -122,25 +142,25 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 		r.gate.SetHostCap(DefaultHostParallelism)
 	}
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
-	// fail undoes what startRun did so far: the gate is registered with
-	// the shared limiter, which would otherwise keep it.
-	fail := func(err error) (*run, error) {
-		r.stopFeed()
-		cancel()
-		r.gate.Close()
-		return nil, err
-	}
+	return r
+}
+
+// startStages starts the scheduler's download, analysis and item stages
+// (run.download, run.analyze, run.processItemGuarded) with workers download
+// and analysis workers; auto makes those pools follow the downloads the
+// limits let start.
+func (r *run) startStages(workers int, auto bool) error {
 	d, err := scheduler.NewDownloader[*Request, *Response]("", nil, r.download)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	a, err := scheduler.NewAnalyzer[*Request, *Response, item]("", nil, nil, r.analyze)
+	a, err := scheduler.NewAnalyzer[*Response, item]("", nil, nil, r.analyze)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	p, err := scheduler.NewPipeline[item]("", nil, false, r.processItemGuarded)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	da := scheduler.DataArgs{
 		Request:         scheduler.PoolArgs{BufferCap: workers, MaxBufferNumber: 2},
@@ -158,42 +178,34 @@ func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode
 	}
 	ma := scheduler.ModuleArgs[*Request, *Response, item]{
 		Downloaders: []scheduler.Downloader[*Request, *Response]{d},
-		Analyzers:   []scheduler.Analyzer[*Request, *Response, item]{a},
+		Analyzers:   []scheduler.Analyzer[*Response, item]{a},
 		Pipelines:   []scheduler.Pipeline[item]{p},
 	}
-	if err := r.sched.Init(scheduler.RequestArgs[*Request]{}, da, ma); err != nil {
-		return fail(err)
+	if err := r.sched.Init(da, ma); err != nil {
+		return err
 	}
-	if err := r.sched.Start(ctx); err != nil {
-		return fail(err)
+	if err := r.sched.Start(r.ctx); err != nil {
+		return err
 	}
-	r.wg.Add(3)
-	go r.feed()
-	go r.dispatch()
-	go r.drainErrors()
-	c.counts.start(time.Now())
-	if done := cfg.stdCtx.Done(); done != nil {
-		r.wg.Go(func() { r.reapAfter(done) })
-	}
-	if cfg.progressEvery > 0 {
-		r.wg.Go(func() { r.progress(ctx, cfg.progressEvery) })
-	}
-	c.logger.Info("crawl started", "workers", workers, "queue", queueMode)
-	return r, nil
+	r.c.counts.start(time.Now())
+	return nil
 }
+
+// spawn starts a goroutine of the run, counted in wg: shutdown waits for
+// every one. It is the one way the run starts its own goroutines (see the
+// Concurrency section of doc.go).
+func (r *run) spawn(f func()) { r.wg.Go(f) }
 
 // feed moves requests from the frontier to the gate, where each waits for
 // its host's turn without holding a worker.
 func (r *run) feed() {
-	defer r.wg.Done()
 	returned := false
 	defer func() {
 		// A queue frontier runs OnError for entries refused at lease; one
 		// that calls runtime.Goexit ends this goroutine (its entry is
 		// settled already), so another feeder carries on.
 		if !returned && r.feedCtx.Err() == nil {
-			r.wg.Add(1)
-			go r.feed()
+			r.spawn(r.feed)
 		}
 	}()
 	r.feedLoop()
@@ -219,7 +231,6 @@ func (r *run) feedLoop() {
 // dispatch hands requests whose host may start to the scheduler, one per
 // free download token.
 func (r *run) dispatch() {
-	defer r.wg.Done()
 	for {
 		select {
 		case r.tokens <- struct{}{}:
@@ -299,7 +310,6 @@ func (r *run) reapAfter(done <-chan struct{}) {
 // drainErrors logs what the scheduler reports. The download and analyze
 // modules never fail on purpose, so anything here is a bug worth a warning.
 func (r *run) drainErrors() {
-	defer r.wg.Done()
 	errs := r.sched.Errors()
 	for {
 		select {
@@ -312,48 +322,6 @@ func (r *run) drainErrors() {
 			return
 		}
 	}
-}
-
-// download is the scheduler's Downloader function. It never returns an
-// error: failures travel inside the Response so that the analyzer delivers
-// them to OnError and counts the request finished.
-func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ error) {
-	defer func() { <-r.tokens }()
-	if r.feedCtx.Err() != nil {
-		// The run is stopping (Stop, or a queue run's context ended):
-		// nothing may start now, not even a request already dispatched.
-		return &Response{Request: req, Ctx: req.Ctx, err: errNotStarted}, nil
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			resp = &Response{Request: req, Ctx: req.Ctx, err: &CallbackPanicError{Callback: "download", Value: v}}
-		}
-	}()
-	cbs := r.c.snapshotCallbacks()
-	if !r.c.userCodeInFetch(r.cfg, cbs) {
-		// Nothing in the fetch can call Visit, so the goroutine needs no
-		// mark (and the sync-mode goroutine-ID lookup is saved), and no
-		// callback can block it.
-		return r.c.fetch(ctx, r.cfg, cbs, req), nil
-	}
-	g, ok := r.guard(req, "download", func() {
-		r.c.markCallbacksFor(req, func() { resp = r.c.fetch(ctx, r.cfg, cbs, req) })
-	})
-	switch {
-	case !ok:
-		// A callback never returned: req is finished as stuck, and the
-		// analyzer passes this response over.
-		return &Response{Request: req, Ctx: req.Ctx, err: ErrCallbackStuck}, nil
-	case g.panicked:
-		return &Response{Request: req, Ctx: req.Ctx, err: g.exitErr}, nil
-	case g.exitErr != nil:
-		// A request callback called runtime.Goexit: the request is
-		// reported and finished here, like a panic.
-		resp = &Response{Request: req, Ctx: req.Ctx}
-		r.abandon(req, resp, g.exitErr)
-		return resp, nil
-	}
-	return resp, nil
 }
 
 // processItemGuarded is the scheduler's pipeline function: processItem on a
@@ -372,10 +340,6 @@ func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err er
 	return out, err
 }
 
-// errNotStarted is the outcome of a request that a stopping run did not
-// start: it is finished as cut short by Stop (its queue entry released).
-var errNotStarted = fmt.Errorf("%w: request not started", ErrStopped)
-
 // abandon reports and finishes req, whose processing was cut short by err,
 // the error of runtime.Goexit in a callback or of a panic that escaped
 // (see goexitError). finish runs even if an OnError callback exits the
@@ -384,46 +348,6 @@ func (r *run) abandon(req *Request, resp *Response, err error) {
 	resp.err = err
 	defer r.finish(req, err)
 	r.c.markCallbacksFor(req, func() { r.c.handleOnError(resp, err) })
-}
-
-// userCodeInFetch reports whether a fetch with cbs runs user code that might
-// call Visit: request-side callbacks, OnResponse for a CheckHead response,
-// or a redirect handler.
-func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
-	if len(cbs.request) > 0 || len(cbs.requestHeaders) > 0 || len(cbs.responseHeaders) > 0 ||
-		(cfg.checkHead && len(cbs.response) > 0) {
-		return true
-	}
-	c.shared.redirectMu.RLock()
-	defer c.shared.redirectMu.RUnlock()
-	return c.shared.redirectHandler != nil
-}
-
-// analyze is the scheduler's parser: it runs the response callbacks and
-// finishes the request.
-func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]*Request, []item, []error) {
-	req := resp.Request
-	switch {
-	case req.finished.Load():
-		return nil, nil, nil // abandoned in the download stage
-	case errors.Is(resp.err, errNotStarted):
-		r.finish(req, resp.err)
-		return nil, nil, nil
-	}
-	var items []item
-	g, ok := r.guard(req, "engine", func() {
-		r.c.markCallbacksFor(req, func() { items = r.c.analyze(r, resp) })
-	})
-	if ok && g.exitErr != nil {
-		// runtime.Goexit in a callback (or an escaped panic, a bug):
-		// the request never reached finish.
-		r.abandon(req, resp, g.exitErr)
-		return nil, nil, nil
-	}
-	if !ok {
-		return nil, nil, nil // finished as stuck
-	}
-	return nil, items, nil
 }
 
 // finish records a request's outcome and counts it done. A request that
@@ -460,60 +384,6 @@ func (r *run) endedByStdContext(req *Request, err error) bool {
 	}
 	cerr := req.stdContext().Err()
 	return cerr != nil && errors.Is(err, cerr)
-}
-
-// enqueue puts an admitted request into the running crawl, starting one if
-// none runs.
-//
-// A request made from a callback goes to its parent's run: a queue run's
-// storage takes it even while the run stops (the parent is acknowledged and
-// will not rediscover it); a stopped in-memory run refuses it with
-// ErrStopped rather than starting a crawl nobody waits for.
-func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
-	if pr := req.parentRun; pr != nil {
-		if pr.queueMode {
-			if req.parent != nil && req.parent.finished.Load() && pr.ctx.Err() != nil {
-				// A callback abandoned as stuck came back after its
-				// run stopped: its page was released, not acknowledged,
-				// and finds the link again when fetched again.
-				return nil, ErrStopped
-			}
-			return pr, pr.front.push(pr.ctx, req, notBefore)
-		}
-		c.runMu.Lock()
-		if c.run == pr {
-			defer c.runMu.Unlock()
-			return pr, pr.front.push(pr.ctx, req, notBefore)
-		}
-		if pr.aborted.Load() {
-			c.runMu.Unlock()
-			return nil, ErrStopped
-		}
-		// The parent's crawl finished on its own, so no callback of it runs:
-		// this Visit comes from user code holding on to an old request, and
-		// starts (or joins) a crawl like c.Visit.
-		c.runMu.Unlock()
-	}
-	c.runMu.Lock()
-	r := c.run
-	if r == nil {
-		var err error
-		cfg := c.snapshot()
-		r, err = c.startRun(cfg, newMemFrontier(cfg.maxPending), cfg.workers, false)
-		if err != nil {
-			c.runMu.Unlock()
-			return nil, err
-		}
-		c.run = r
-	}
-	if r.queueMode {
-		c.runMu.Unlock()
-		return r, r.front.push(r.ctx, req, notBefore)
-	}
-	// The in-memory push is quick and never blocks; doing it under runMu
-	// means a run is never stopped between "found running" and "pushed".
-	defer c.runMu.Unlock()
-	return r, r.front.push(r.ctx, req, notBefore)
 }
 
 // waitRun blocks until r has nothing pending, then stops it (if no request
@@ -591,21 +461,6 @@ func (r *run) shutdown() {
 	<-r.stopped
 }
 
-// analyzeLeftovers runs the callbacks of responses that were downloaded
-// completely but not analyzed when the run stopped, so that a stopped queue
-// run does not fetch them again when it resumes. Their entries are then
-// acknowledged; the rest of the leftovers are released by front.close.
-func (r *run) analyzeLeftovers() {
-	for _, resp := range r.sched.Leftovers().Responses {
-		if resp == nil || resp.err != nil || resp.aborted {
-			continue
-		}
-		r.guard(resp.Request, "engine", func() {
-			r.c.markCallbacksFor(resp.Request, func() { r.c.analyze(r, resp) })
-		})
-	}
-}
-
 // Wait blocks until the crawl is done: every admitted request, and every
 // request its callbacks admitted, has been processed. Then the engine stops;
 // a later Visit starts it again. Wait must not be called from a callback.
@@ -673,175 +528,6 @@ func (c *Collector) Stop() error {
 		c.runMu.Unlock()
 	}()
 	return nil
-}
-
-// callingFromCallback reports whether the current goroutine is running one of
-// this collector's callbacks (see markCallbacks).
-func (c *Collector) callingFromCallback() bool {
-	_, ok := c.inCallback.Load(goroutineID())
-	return ok
-}
-
-// markCallbacks runs f with the current goroutine recorded as running this
-// collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
-// the request they are called from, so the goroutine ID (read from
-// runtime.Stack, about a microsecond) is the only way to tell a call from a
-// callback, which must not wait for the crawl it is part of, from a
-// top-level call.
-func (c *Collector) markCallbacks(_ *config, f func()) {
-	c.withCallbackMark(f)
-}
-
-func (c *Collector) withCallbackMark(f func()) {
-	c.withCallbackMarkID(goroutineID(), f)
-}
-
-// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
-func (c *Collector) withCallbackMarkID(id uint64, f func()) {
-	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
-		f()
-		return
-	}
-	defer c.inCallback.Delete(id)
-	f()
-}
-
-// goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
-}
-
-// maybeRetry sends a failed request back to the frontier when the retry
-// policy allows, or when the server said "come back later" (see
-// busyRetry), and reports whether it did.
-func (r *run) maybeRetry(resp *Response) bool {
-	if r.ctx.Err() != nil {
-		return false
-	}
-	p := r.cfg.retry
-	he, isHTTP := errors.AsType[*HTTPError](resp.err)
-	if p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode)) {
-		return r.policyRetry(resp, p, he)
-	}
-	if isHTTP && serverBusy(resp, he.StatusCode) {
-		return r.busyRetry(resp)
-	}
-	return false
-}
-
-// policyRetry is maybeRetry under a RetryPolicy that covers resp's error.
-func (r *run) policyRetry(resp *Response, p *RetryOptions, he *HTTPError) bool {
-	req := resp.Request
-	if req.attempt >= p.MaxAttempts {
-		return false
-	}
-	switch {
-	case errors.Is(resp.err, ErrPrivateNetwork):
-		return false // refused by DenyPrivateNetworks: it would be again
-	case he != nil:
-	case p.IgnoreNetworkErrors || !isNetworkError(resp.err):
-		return false
-	}
-	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
-	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
-		r.c.logger.Warn("cannot retry request", "url", req.URL.Redacted(), "method", req.Method, "request_id", req.ID, "err", err)
-		return false
-	}
-	r.c.counts.retries.Add(1)
-	r.c.logger.Warn("retrying request", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode,
-		"request_id", req.ID, "attempt", req.attempt, "duration", delay, "err", resp.err)
-	r.settled()
-	return true
-}
-
-// DefaultBusyRetries is how many times a request the server answered 429,
-// or 503 with Retry-After, is sent again unless BusyRetries says otherwise.
-const DefaultBusyRetries = 5
-
-// serverBusy reports a response that asks the client to come back later: a
-// 429 Too Many Requests, or a 503 Service Unavailable with Retry-After (a
-// bare 503 may be an outage, which only a RetryPolicy retries).
-func serverBusy(resp *Response, status int) bool {
-	if status == http.StatusTooManyRequests {
-		return true
-	}
-	return status == http.StatusServiceUnavailable && resp.Headers != nil && resp.Headers.Get("Retry-After") != ""
-}
-
-// busyRetry sends back a request the server asked to come back later,
-// without a RetryPolicy (or with one that does not list the status): the
-// request waits in the frontier for its Retry-After, and the host's hold
-// (the limiter holds a host after every 429 or 503) keeps it, and the rest of
-// the host's requests, from coming back sooner. At most BusyRetries times
-// per request, each try counted as an attempt; then the last answer goes to
-// OnError as a *RetryError.
-func (r *run) busyRetry(resp *Response) bool {
-	req := resp.Request
-	bound := r.cfg.busyRetries
-	switch {
-	case bound == 0:
-		bound = DefaultBusyRetries
-	case bound < 0:
-		bound = 0
-	}
-	if req.attempt > bound {
-		return false
-	}
-	if err := r.front.retry(r.ctx, req, time.Now().Add(resp.retryAfter)); err != nil {
-		r.c.logger.Warn("cannot retry request", "url", logURL(req), "method", req.Method, "request_id", req.ID, "err", err)
-		return false
-	}
-	r.c.counts.busyRetries.Add(1)
-	r.c.logger.Warn("server busy; retrying after the host's hold", "url", logURL(req), "method", req.Method,
-		"status", resp.StatusCode, "request_id", req.ID, "attempt", req.attempt, "duration", resp.retryAfter)
-	r.settled()
-	return true
-}
-
-// waitRobots sends a request back to the frontier until its host's
-// unreachable robots.txt is fetched again; the wait is not an attempt.
-func (r *run) waitRobots(resp *Response, until time.Time) bool {
-	req := resp.Request
-	if r.ctx.Err() != nil {
-		return false
-	}
-	req.attempt-- // the copy the frontier makes counts one more
-	if err := r.front.retry(r.ctx, req, until); err != nil {
-		req.attempt++
-		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.Redacted(), "request_id", req.ID, "err", err)
-		return false
-	}
-	r.settled()
-	return true
-}
-
-// isNetworkError reports transport failures worth a retry: timeouts,
-// refused or reset connections, truncated responses. Refusals by magpie's
-// own checks (a redirect to a forbidden domain, say) are not.
-func isNetworkError(err error) bool {
-	if isTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return true
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe)
-}
-
-// retryableForget reports whether a failed request should lose its visited
-// mark so that a later Visit may try it again: transport failures and
-// server-side statuses, but not a 404 that would only fail again.
-func retryableForget(err error) bool {
-	var he *HTTPError
-	if errors.As(err, &he) {
-		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
-	}
-	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // queueStopGrace is how long a stopping queue run gives its storage for

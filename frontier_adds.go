@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/magpiecrawl/magpie/internal/runlink"
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 )
 
 // addBuffer holds the requests that queue.AddURL and queue.AddRequest gave
@@ -105,9 +106,9 @@ func (f *queueFrontier) queuedRequest(r *Request) *Request {
 		// An entry queued already admitted (a request of the crawl added
 		// again) is leased without a visited check, so it is pushed
 		// without one too.
-		checkRevisit: !r.admitted,
+		checkRevisit: !r.entry.admitted,
 	}
-	n.visitKey = requestKey(method, canonicalURL(r.URL, f.cfg.sortQuery), r.bodyBytes)
+	n.visitKey = urlkey.RequestKey(method, urlkey.Canonical(r.URL, f.cfg.sortQuery), r.bodyBytes)
 	return n
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -43,7 +44,7 @@ func TestRunQueueRedelivery(t *testing.T) {
 				}
 			})
 			// The dead consumer leased /, which marked it.
-			key := requestKey(http.MethodGet, canonicalURL(mustParse(t, ts.URL+"/"), false), nil)
+			key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(mustParse(t, ts.URL+"/"), false), nil)
 			if _, err := c.markVisited(t.Context(), key); err != nil {
 				t.Fatal(err)
 			}

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +20,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/storage"
 )
@@ -365,7 +364,7 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 	}
 	cycle := slices.ContainsFunc(via, func(v *http.Request) bool { return sameURL(v.URL, next.URL, cfg.sortQuery) })
 	if req.checkRevisit && !cfg.allowRevisit && !cycle {
-		key := requestKey(next.Method, canonicalURL(next.URL, cfg.sortQuery), nil)
+		key := urlkey.RequestKey(next.Method, urlkey.Canonical(next.URL, cfg.sortQuery), nil)
 		added, err := c.markVisited(next.Context(), key)
 		if err != nil {
 			return err
@@ -395,7 +394,7 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 }
 
 func sameURL(a, b *url.URL, sortQuery bool) bool {
-	return canonicalURL(a, sortQuery) == canonicalURL(b, sortQuery)
+	return urlkey.Canonical(a, sortQuery) == urlkey.Canonical(b, sortQuery)
 }
 
 // fetched is the raw outcome of one HTTP exchange, before callbacks.
@@ -491,298 +490,6 @@ func withSentReport(hreq *http.Request, t *limits.Ticket) *http.Request {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// fetch is the download stage of one request: OnRequest, cache, OnRequestHeaders,
-// the HTTP exchange (or the Fetcher's, see send), OnResponseHeaders and the body. It never fails outright;
-// the error travels in the Response to the analyzer.
-func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req *Request) *Response {
-	resp := &Response{Request: req, Ctx: req.Ctx}
-	result := limits.Result{}
-	defer func() { req.ticket.Done(result) }()
-	fail := func(err error) *Response {
-		err = stdContextErr(req, err)
-		resp.err = err
-		result.Err = err
-		return resp
-	}
-	hctx, cancel := fetchContext(ctx, req.stdContext())
-	defer cancel()
-	if err := hctx.Err(); err != nil {
-		// StdlibContext is done (or the crawl stopped): nothing more
-		// may reach a server.
-		return fail(err)
-	}
-	// A request admitted while its host's robots.txt could not be read is
-	// checked again first, so that waiting for robots.txt runs no callback
-	// (OnRequest runs once per try of the request).
-	var down error
-	if !req.robotsWait.IsZero() && req.Method != http.MethodHead {
-		if err := c.recheckRobots(hctx, cfg, req); err != nil {
-			if _, ok := errors.AsType[*hostDownError](err); !ok {
-				return fail(robotsVerdict(err))
-			}
-			down = err // OnRequest runs, then the request fails with it
-		}
-	}
-	if _, ok := (*req.Headers)["Accept"]; !ok {
-		req.Headers.Set("Accept", "*/*")
-	}
-	if c.debugging() {
-		c.emit(evRequest, req, requestValues(req))
-	}
-	for _, f := range cbs.request {
-		if err := c.safelyAt(req, &labelOnRequest, func() { f(req) }); err != nil {
-			return fail(err)
-		}
-	}
-	if req.IsAbort() {
-		resp.aborted = true
-		return resp
-	}
-	if down != nil {
-		return fail(down)
-	}
-	// OnRequest may have changed the User-Agent (extensions.RandomUserAgent
-	// does): robots.txt must judge the agent actually sent.
-	if ua := cfg.userAgentOf(*req.Headers); ua != req.robotsUA && req.Method != http.MethodHead {
-		if err := c.checkRobotsAgain(hctx, cfg, req, ua); err != nil {
-			return fail(robotsVerdict(err))
-		}
-	}
-	if req.Method == http.MethodPost && req.Headers.Get("Content-Type") == "" {
-		req.Headers.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	useCache := cfg.cache != nil && req.Method == http.MethodGet && req.Headers.Get("Cache-Control") != "no-cache"
-	if useCache {
-		if cr, ok := cfg.cache.get(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery))); ok {
-			resp.StatusCode, resp.Body, resp.FromCache = cr.StatusCode, cr.Body, true
-			h := cr.Header.Clone()
-			resp.Headers = &h
-			if u, err := url.Parse(cr.URL); err == nil && cr.URL != "" {
-				req.URL = u
-			}
-			result.StatusCode = cr.StatusCode
-			if err := c.responseHeaders(cbs, resp); err != nil {
-				return fail(err)
-			}
-			return c.finishBody(cfg, resp)
-		}
-	}
-	if c.debugging() {
-		c.emit(evRequestHeaders, req, requestValues(req))
-	}
-	for _, f := range cbs.requestHeaders {
-		if err := c.safelyAt(req, &labelOnRequestHeaders, func() { f(req) }); err != nil {
-			return fail(err)
-		}
-	}
-	if req.IsAbort() {
-		return fail(ErrAbortedBeforeRequest)
-	}
-	if cfg.checkHead && req.Method == http.MethodGet {
-		c.counts.sent.Add(1)
-		f, err := c.roundTrip(hctx, cfg, req, http.MethodHead)
-		if err != nil {
-			return fail(err)
-		}
-		_ = f.body.Close()
-		if f.status >= 300 && !cfg.parseHTTPErrors {
-			return fail(&HTTPError{StatusCode: f.status, Status: f.statusText})
-		}
-		if err := c.headResponse(cbs, req, f); err != nil {
-			return fail(err)
-		}
-		if req.IsAbort() {
-			resp.aborted = true
-			return resp
-		}
-	}
-	c.counts.sent.Add(1)
-	f, err := c.send(hctx, cfg, req)
-	if f != nil {
-		req.ProxyURL = f.proxyURL
-		result.Latency = f.latency
-	}
-	if err != nil {
-		if errors.Is(err, ErrPrivateNetwork) && f != nil && len(f.redirects) == 0 {
-			// DenyPrivateNetworks refused the dial: nothing was sent.
-			return fail(&refusedInFetch{err})
-		}
-		return fail(err)
-	}
-	defer f.body.Close()
-	if f.finalURL != nil {
-		req.URL = f.finalURL
-	}
-	resp.StatusCode, resp.Headers, resp.Redirects, resp.Trace = f.status, &f.header, f.redirects, f.trace
-	if f.status < 200 {
-		// net/http skips interim 1xx responses, so this one was final: a
-		// 101 to a request that asked for no upgrade hands the connection
-		// over, and its body, the raw connection, obeys no timeout.
-		c.responseCount.Add(1)
-		c.counts.response(f.status, 0)
-		result.StatusCode = f.status
-		return fail(fmt.Errorf("%w: %s", ErrInformationalResponse, f.statusText))
-	}
-	// A body that ignores the request's context (a switched protocol's
-	// connection, a RoundTripper of the user's) is closed when the context
-	// ends, so that Stop never waits on a read.
-	stopClosing := context.AfterFunc(hctx, func() { _ = f.body.Close() })
-	defer stopClosing()
-	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
-	result.StatusCode, result.RetryAfter = f.status, resp.retryAfter
-	if err := c.responseHeaders(cbs, resp); err != nil {
-		return fail(err)
-	}
-	body, truncated, err := readBody(f.body, f.header, req.URL.Path, int64(cfg.maxBodySize))
-	if err != nil {
-		return fail(fmt.Errorf("reading body: %w", err))
-	}
-	c.responseCount.Add(1)
-	c.counts.response(f.status, len(body))
-	resp.Body, resp.Truncated = body, truncated
-	if truncated {
-		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.Redacted(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
-	}
-	if useCache && !truncated {
-		// A body cut at MaxBodySize is not the page: cached, it would be
-		// replayed as whole (Truncated false) to this run and the next.
-		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
-		if err := cfg.cache.put(cacheKey(req.Method, canonicalURL(req.URL, cfg.sortQuery)), cr); err != nil {
-			c.logger.Warn("caching response", "url", req.URL.Redacted(), "err", err)
-		}
-	}
-	resp = c.finishBody(cfg, resp)
-	result.Err = resp.err
-	return resp
-}
-
-// headResponse shows the CheckHead response to OnResponse before the GET is
-// sent, as Colly does. Its Request is a HEAD copy of req with the same ID,
-// Ctx and Depth; links visited from it belong to req's crawl.
-func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error {
-	if len(cbs.response) == 0 {
-		return nil
-	}
-	u := *req.URL
-	head := &Request{
-		URL: &u, Headers: req.Headers, Host: req.Host, Ctx: req.Ctx, Depth: req.Depth,
-		Method: http.MethodHead, ID: req.ID, ProxyURL: f.proxyURL,
-		collector: c, stdCtx: req.stdCtx, attempt: req.attempt, run: req.run, parentRun: req.parentRun,
-	}
-	hdr := f.header
-	resp := &Response{StatusCode: f.status, Headers: &hdr, Request: head, Ctx: req.Ctx, Body: []byte{}}
-	for _, cb := range cbs.response {
-		if err := c.safelyAt(req, &labelOnResponse, func() { cb(resp) }); err != nil {
-			return err
-		}
-	}
-	if head.IsAbort() {
-		req.Abort()
-	}
-	return nil
-}
-
-// fetchContext is the context one fetch runs under: derived from std (the
-// StdlibContext), so that its cancellation stops new requests at once and
-// its deadline surfaces as context.DeadlineExceeded, and cancelled too when
-// the crawl's own context (Stop) ends.
-func fetchContext(crawl, std context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(std)
-	stop := context.AfterFunc(crawl, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
-}
-
-// stdContextErr returns the error of the request's own context (StdlibContext
-// or a per-request context) itself when that context ending is what failed
-// the fetch, as Colly does, so that err == context.DeadlineExceeded holds in
-// OnError and for Visit's result; any other error is returned as it is.
-func stdContextErr(req *Request, err error) error {
-	cerr := req.stdContext().Err()
-	if cerr == nil || err == cerr {
-		return err
-	}
-	if _, refused := errors.AsType[*refusedInFetch](err); refused {
-		return err
-	}
-	if _, pending := errors.AsType[*robotsPendingError](err); pending {
-		return err
-	}
-	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) {
-		return cerr
-	}
-	return err
-}
-
-// responseHeaders runs OnResponseHeaders; Abort there fails the request.
-func (c *Collector) responseHeaders(cbs *callbacks, resp *Response) error {
-	if c.debugging() {
-		c.emit(evResponseHeaders, resp.Request, responseValues(resp, nil))
-	}
-	for _, f := range cbs.responseHeaders {
-		if err := c.safelyAt(resp.Request, &labelOnResponseHeaders, func() { f(resp) }); err != nil {
-			return err
-		}
-	}
-	if resp.Request.IsAbort() {
-		return ErrAbortedAfterHeaders
-	}
-	return nil
-}
-
-// finishBody applies the status check and converts text to UTF-8.
-func (c *Collector) finishBody(cfg *config, resp *Response) *Response {
-	if resp.StatusCode >= 300 && !cfg.parseHTTPErrors {
-		resp.err = &HTTPError{StatusCode: resp.StatusCode, Status: http.StatusText(resp.StatusCode)}
-	}
-	ct := ""
-	if resp.Headers != nil {
-		ct = resp.Headers.Get("Content-Type")
-	}
-	body, err := toUTF8(resp.Body, ct, resp.Request.ResponseCharacterEncoding, cfg.detectCharset)
-	if err != nil {
-		c.logger.Warn("charset conversion failed; body left as received", "url", resp.Request.URL.Redacted(), "err", err)
-	} else {
-		resp.setDecoded(body) // the bytes received stay for Save and RawBody
-	}
-	return resp
-}
-
-// capRetryAfter caps a server's Retry-After at the limiter's MaxHold, the
-// cap of every wait a server imposes (the host's hold and a retry's wait
-// alike), and says so in the log: a server cannot park the crawl for years.
-func (c *Collector) capRetryAfter(req *Request, d time.Duration) time.Duration {
-	hold := c.shared.limiter.MaxHold()
-	if d <= hold {
-		return d
-	}
-	c.logger.Warn("Retry-After capped at MaxHold", "url", req.URL.Redacted(), "host", req.URL.Host, "request_id", req.ID,
-		"retry_after", d, "duration", hold)
-	return hold
-}
-
-// parseRetryAfter reads Retry-After in seconds or as an HTTP date (0 if absent
-// or invalid; a number of seconds too large for a Duration is the largest one).
-func parseRetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		if err != nil || s > uint64(math.MaxInt64/int64(time.Second)) {
-			return math.MaxInt64
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // maxRobotsSize caps the robots.txt body that is parsed: RFC 9309 §2.5 asks

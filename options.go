@@ -227,59 +227,6 @@ func RetryPolicy(p RetryOptions) CollectorOption {
 	}
 }
 
-// RetryOptions configure automatic retries (RetryPolicy). A retried request
-// goes back to the frontier with a not-before time: it holds no worker while
-// it waits and other hosts' work goes ahead. The final failure reaches
-// OnError as a *RetryError carrying the attempt count.
-type RetryOptions struct {
-	// MaxAttempts is the most tries of one request, the first included (default 3).
-	MaxAttempts int
-	// BaseDelay is the wait before the first retry; it doubles each attempt (default 500 ms).
-	BaseDelay time.Duration
-	// MaxDelay caps the backoff, jitter included (default 30 s). A longer
-	// Retry-After from the server is still honoured, up to the limiter's
-	// MaxHold (limits.DefaultMaxHold, 10 minutes); a longer one is capped
-	// there and logged at Warn.
-	MaxDelay time.Duration
-	// Statuses are the HTTP statuses retried (default 408, 425, 429, 500, 502, 503, 504).
-	Statuses []int
-	// IgnoreNetworkErrors stops retrying transport errors and timeouts,
-	// which are retried by default.
-	IgnoreNetworkErrors bool
-}
-
-func (p RetryOptions) withDefaults() RetryOptions {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 3
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = 500 * time.Millisecond
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = 30 * time.Second
-	}
-	if p.Statuses == nil {
-		p.Statuses = []int{408, 425, 429, 500, 502, 503, 504}
-	}
-	return p
-}
-
-// backoff is the wait before try attempt+1: BaseDelay doubled per attempt,
-// capped at MaxDelay, with "equal jitter" (half fixed, half random) so that
-// failures of many requests do not retry in lockstep.
-func (p *RetryOptions) backoff(attempt int, random func(int64) int64) time.Duration {
-	d := p.BaseDelay
-	for i := 1; i < attempt && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.MaxDelay)
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + time.Duration(random(int64(half)+1))
-}
-
 // DefaultMaxPending is the most requests an in-memory crawl (Visit and
 // Wait, no queue) holds admitted and not finished when MaxPending does not
 // set it: about 1 GB at the 800-900 bytes a pending link takes.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/storage"
 )
 
@@ -334,7 +335,7 @@ func TestRunQueueMarksLeaseBatches(t *testing.T) {
 	if n := st.calls.Load(); n > pages/2 {
 		t.Errorf("%d AddVisited calls for %d entries: not marked in batches", n, pages)
 	}
-	key := requestKey(http.MethodGet, canonicalURL(mustParse(t, h.URL+"/private/x"), false), nil)
+	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(mustParse(t, h.URL+"/private/x"), false), nil)
 	if seen, err := st.IsVisited(key); err != nil || seen {
 		t.Errorf("refused entry left marked visited (seen %v, err %v)", seen, err)
 	}

@@ -109,11 +109,13 @@ func (rc *refusalCounts) snapshot() map[string]uint64 {
 	return m
 }
 
-// reportRejection delivers an error that kept req from being queued: a
+// deliverRefusal delivers an error that kept req from being queued: a
 // refusal goes to OnRefused and is counted; anything else (a storage
 // failure) to OnError. The caller marks the goroutine as running callbacks
-// where that matters.
-func (c *Collector) reportRejection(req *Request, err error) {
+// where that matters. Callers go through refuse or refuseMarked, which log
+// it first, except a refusal met in the download stage (refusedInFetch),
+// logged where it was met.
+func (c *Collector) deliverRefusal(req *Request, err error) {
 	reason := refusalReason(err)
 	if reason == "" {
 		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)
@@ -126,4 +128,33 @@ func (c *Collector) reportRejection(req *Request, err error) {
 			c.logger.Error("OnRefused callback panicked", "url", logURL(req), "err", perr)
 		}
 	}
+}
+
+// refuse is the door every refusal goes through: it logs err and delivers
+// it to OnRefused (a failure such as a storage error to OnError); in sync
+// mode the callbacks run marked as callbacks, so that a Visit from them does
+// not wait for the crawl. refuseMarked is the same door for a caller whose
+// goroutine is marked already, or needs no mark.
+func (c *Collector) refuse(req *Request, err error) {
+	c.logRefusal(req, err)
+	if c.config().async {
+		c.deliverRefusal(req, err)
+		return
+	}
+	c.withCallbackMark(func() { c.deliverRefusal(req, err) })
+}
+
+// refuseMarked is refuse without the callback mark: the caller's goroutine
+// already has it (a callback, a sync Visit that set it), or the crawl is
+// Async, where nothing waits.
+func (c *Collector) refuseMarked(req *Request, err error) {
+	c.logRefusal(req, err)
+	c.deliverRefusal(req, err)
+}
+
+func (c *Collector) logRefusal(req *Request, err error) {
+	if !c.debugEnabled() {
+		return
+	}
+	c.logger.Debug("request refused", "url", req.URL.Redacted(), "method", req.Method, "depth", req.Depth, "request_id", req.ID, "err", err)
 }

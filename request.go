@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/limits"
 )
 
@@ -77,8 +78,6 @@ type Request struct {
 	redirectKeys []uint64
 	// ticket is the request's limiter claim, set when it leaves the gate.
 	ticket *limits.Ticket
-	// leaseID is the queue lease this request came from (RunQueue only).
-	leaseID string
 	// notBefore delays a retried request.
 	notBefore time.Time
 	// sitemap marks a sitemap (or sitemap index) document: its response is
@@ -96,9 +95,6 @@ type Request struct {
 	// be fetched again: the request waits until then and is checked again
 	// before it is sent.
 	robotsWait time.Time
-	// redelivered is set on a request whose queue entry was leased before:
-	// it kept its first delivery's admission.
-	redelivered bool
 	// parentURL is the URL of the page whose callbacks made this request.
 	parentURL string
 	// running names the callback this request's stage work is in (see
@@ -117,36 +113,10 @@ type Request struct {
 	run *run
 	// parentRun is the run of the request this one was made from in a callback.
 	parentRun *run
-	// ownsMark lets admission take over an existing visited mark, which
-	// may be this request's own from an earlier delivery of its parent.
-	ownsMark bool
-	// deferMark is set on links found during a queue run: admission checks
-	// them but leaves the MaxRequests slot and the visited mark to the
-	// lease of their queue entry (see Collector.admit).
-	deferMark bool
-	// admitted is set on requests the collector admitted before queueing
-	// them; a queue entry without it is admitted when leased.
-	admitted bool
 	// robotsUA is the User-Agent robots.txt was checked for at admission.
 	robotsUA string
-	// parent is the request whose callbacks made this one in a queue run,
-	// until the push of this one is over (see queueFrontier.push).
-	parent *Request
-	// lostChild is set when a link found by this request's callbacks could
-	// not be stored: its queue entry is then released, not acknowledged, so
-	// that its callbacks run again and find the link again.
-	lostChild atomic.Bool
-	// links collects, in a queue run, the links this request's callbacks
-	// find until it finishes (guarded by its queueFrontier's mu); batchLinks
-	// is set while it does, for admission to read without that lock.
-	links      *linkBatch
-	batchLinks atomic.Bool
-	// premark is set on a leased entry whose visited mark its Lease batch
-	// set (premarkAdded) or found set (premarkSeen); see queueFrontier.premark.
-	premark uint8
-	// aheadHost is the host this request was counted under in the queue
-	// look-ahead (its URL may change with redirects).
-	aheadHost string
+	// entry is the request's queue bookkeeping, used in queue runs only.
+	entry queueEntry
 	// root is the request a retry copy was made from, which a sync Visit
 	// reads its final error from.
 	root *Request
@@ -209,7 +179,7 @@ func (r *Request) AbsoluteURL(u string) string {
 }
 
 // resolve is AbsoluteURL before the final String; nil stands for "". The
-// href is read as browsers read it (see hrefParser) and keeps its fragment;
+// href is read as browsers read it (see urlkey.Resolve) and keeps its fragment;
 // visited keys drop it.
 func (r *Request) resolve(u string) *url.URL {
 	if isFragmentOnly(u) {
@@ -222,7 +192,7 @@ func (r *Request) resolve(u string) *url.URL {
 	if base == nil {
 		return nil
 	}
-	abs, err := resolveRef(base, u)
+	abs, err := urlkey.Resolve(base, u)
 	if err != nil {
 		return nil
 	}
@@ -311,8 +281,8 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 		defer req.regionGID.Store(0)
 	}
 	if r.run != nil && r.run.queueMode {
-		req.parent = r
-		defer func() { req.parent = nil }()
+		req.entry.parent = r
+		defer func() { req.entry.parent = nil }()
 	}
 	return c.submitChild(req)
 }
@@ -447,7 +417,7 @@ func (r *Request) Marshal() ([]byte, error) {
 	return json.Marshal(serializableRequest{
 		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
-		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.admitted,
+		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.entry.admitted,
 		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
 		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
 	})
@@ -478,11 +448,12 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		URL: u, Method: method, Depth: sr.Depth, Headers: &h, Host: sr.Host, Ctx: ctx,
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
-		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit, admitted: sr.Admitted,
+		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit,
 		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
 		sitemapLevel: sr.SitemapLevel,
 		sitemapFor:   sr.SitemapFor,
 	}
+	r.entry.admitted = sr.Admitted
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body
 		r.Body = bytes.NewReader(sr.Body)

@@ -103,8 +103,7 @@ func (c *Collector) robotsSitemaps(robotsURL string, urls []string) {
 			_, err = c.enter(cfg, req)
 		}
 		if err != nil {
-			c.logRefusal(req, err)
-			c.reportRejection(req, err)
+			c.refuseMarked(req, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"time"
@@ -27,27 +26,13 @@ func (a PoolArgs) check(prefix string) error {
 	return nil
 }
 
-// RequestArgs configures how requests enter the scheduler.
-type RequestArgs[Req any] struct {
-	// Admit filters requests returned by analyzers (and Start's first
-	// requests) before they enter the request pool; nil admits all. A non-nil
-	// error drops the request and is sent to Errors(). Admit runs on analyzer
-	// workers concurrently and must be safe for concurrent use.
-	Admit func(ctx context.Context, req Req) error
-}
-
-// Check always succeeds: every field is optional. It exists so each args type
-// is checked the same way.
-func (a RequestArgs[Req]) Check() error { return nil }
-
 // DataArgs sizes the pools and worker stages.
 type DataArgs struct {
 	Request  PoolArgs `json:"request"`
 	Response PoolArgs `json:"response"`
 	Item     PoolArgs `json:"item"`
 	// ErrorBuffer is the capacity of the Errors() channel; when it is full
-	// further errors are dropped and counted in Summary. 0 means every error
-	// is dropped (and counted).
+	// further errors are dropped. 0 means every error is dropped.
 	ErrorBuffer     int `json:"error_buffer"`
 	DownloadWorkers int `json:"download_workers"`
 	AnalyzeWorkers  int `json:"analyze_workers"`
@@ -93,7 +78,7 @@ func (a DataArgs) Check() error {
 // needs at least one module, none nil, each reporting the Type of its list.
 type ModuleArgs[Req, Resp, Item any] struct {
 	Downloaders []Downloader[Req, Resp]
-	Analyzers   []Analyzer[Req, Resp, Item]
+	Analyzers   []Analyzer[Resp, Item]
 	Pipelines   []Pipeline[Item]
 }
 

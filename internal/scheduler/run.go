@@ -12,9 +12,8 @@ import (
 
 // run is everything one Init…Stop cycle owns. Init builds it whole; Start
 // adds the context and goroutines; Stop tears it down. A new Init makes a new
-// run, so a stopped run's state stays readable for Summary.
+// run, so a stopped run's leftovers stay readable.
 type run[Req, Resp, Item any] struct {
-	ra  RequestArgs[Req]
 	da  DataArgs
 	reg *Registrar
 
@@ -25,9 +24,6 @@ type run[Req, Resp, Item any] struct {
 	errs       chan error
 	errMu      sync.RWMutex // guards errsClosed against sends racing the close
 	errsClosed bool
-
-	pending  *pending
-	overflow overflow[Req]
 
 	// Set by Start before the status becomes started, read after.
 	ctx       context.Context
@@ -47,7 +43,6 @@ type run[Req, Resp, Item any] struct {
 	// Stop waits for done only then (a status set by other means has no
 	// shutdown to wait for).
 	shuttingDown atomic.Bool
-	stoppedBusy  atomic.Bool // Stop found work still pending
 
 	leftMu sync.Mutex // guards left
 	left   Leftovers[Req, Resp, Item]
@@ -56,30 +51,10 @@ type run[Req, Resp, Item any] struct {
 	// afterFns are the AfterStop functions, run once the run is shut down.
 	afterFns []func()
 	afterRan bool
-
-	stats stats
-}
-
-// stats are the run's counters for Summary.
-type stats struct {
-	requestsAccepted   atomic.Uint64
-	requestsRefused    atomic.Uint64
-	requestsDownloaded atomic.Uint64
-	requestsFailed     atomic.Uint64
-	requestsCancelled  atomic.Uint64
-	responsesAnalyzed  atomic.Uint64
-	itemsAccepted      atomic.Uint64
-	itemsDone          atomic.Uint64
-	errorsSent         atomic.Uint64
-	errorsDropped      atomic.Uint64
-	panics             atomic.Uint64
-	leftRequests       atomic.Uint64
-	leftResponses      atomic.Uint64
-	leftItems          atomic.Uint64
 }
 
 // Leftovers are the requests, responses and items a stopped run still held:
-// queued in a pool, waiting in the overflow list, or in a worker's hands when
+// queued in a pool, or in a worker's hands when
 // the run was cancelled. They are handed back, never dropped silently.
 type Leftovers[Req, Resp, Item any] struct {
 	Requests  []Req
@@ -87,30 +62,14 @@ type Leftovers[Req, Resp, Item any] struct {
 	Items     []Item
 }
 
-// overflow holds admitted requests that found the request pool full. It is
-// unbounded so that analyzers never block on the request pool: download
-// workers block on the response pool, analyzers on the item pool, and a
-// bounded request hand-off would close that cycle into a deadlock. One feeder
-// goroutine moves overflow into the pool, blocking there instead.
-type overflow[Req any] struct {
-	mu     sync.Mutex // guards list and closed
-	list   []Req
-	closed bool
-	n      atomic.Int64  // len(list), read without the lock
-	signal chan struct{} // capacity 1: the feeder has work
-}
-
-func newRun[Req, Resp, Item any](ra RequestArgs[Req], da DataArgs) (*run[Req, Resp, Item], error) {
+func newRun[Req, Resp, Item any](da DataArgs) (*run[Req, Resp, Item], error) {
 	r := &run[Req, Resp, Item]{
-		ra:        ra,
 		da:        da,
 		reg:       NewRegistrar(),
 		errs:      make(chan error, da.ErrorBuffer),
-		pending:   newPending(),
 		done:      make(chan struct{}),
 		afterDone: make(chan struct{}),
 	}
-	r.overflow.signal = make(chan struct{}, 1)
 	var err error
 	if r.reqs, err = buffer.NewPool[Req](da.Request.BufferCap, da.Request.MaxBufferNumber); err != nil {
 		return nil, errors.Join(ErrInvalidArgs, err)
@@ -131,10 +90,8 @@ type stage struct {
 }
 
 // start launches the worker pools (one worker per elastic stage, see
-// DataArgs.WorkerIdle) and the overflow feeder.
+// DataArgs.WorkerIdle).
 func (r *run[Req, Resp, Item]) start() {
-	r.wg.Add(1)
-	go r.feed()
 	nd, na := r.da.DownloadWorkers, r.da.AnalyzeWorkers
 	if r.da.WorkerIdle > 0 {
 		nd, na = 1, 1
@@ -164,21 +121,9 @@ func (r *run[Req, Resp, Item]) shutdown() {
 	r.cancel()
 	r.wg.Wait()
 
-	r.overflow.mu.Lock()
-	r.overflow.closed = true
-	r.leaveRequests(r.overflow.list...)
-	r.overflow.list = nil
-	r.overflow.n.Store(0)
-	r.overflow.mu.Unlock()
-
 	r.leaveRequests(r.reqs.Close()...)
 	r.leaveResponses(r.resps.Close()...)
 	r.leaveItems(r.items.Close()...)
-
-	if r.pending.load() != 0 {
-		r.stoppedBusy.Store(true)
-	}
-	r.pending.reset()
 }
 
 // closeErrors closes the error channel: the last step of stopping, so that a
@@ -194,7 +139,6 @@ func (r *run[Req, Resp, Item]) leaveRequests(v ...Req) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftRequests.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Requests = append(r.left.Requests, v...)
 	r.leftMu.Unlock()
@@ -204,7 +148,6 @@ func (r *run[Req, Resp, Item]) leaveResponses(v ...Resp) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftResponses.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Responses = append(r.left.Responses, v...)
 	r.leftMu.Unlock()
@@ -214,7 +157,6 @@ func (r *run[Req, Resp, Item]) leaveItems(v ...Item) {
 	if len(v) == 0 {
 		return
 	}
-	r.stats.leftItems.Add(uint64(len(v)))
 	r.leftMu.Lock()
 	r.left.Items = append(r.left.Items, v...)
 	r.leftMu.Unlock()
@@ -224,89 +166,18 @@ func (r *run[Req, Resp, Item]) leaveItems(v ...Item) {
 // channel is full (nobody reads it) the error is counted as dropped. Errors
 // that are only the run's own cancellation are counted, not sent.
 func (r *run[Req, Resp, Item]) report(stage, id string, err error) {
-	if errors.Is(err, ErrPanic) {
-		r.stats.panics.Add(1)
-	}
 	if ctxErr := r.ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return
 	}
 	e := &StageError{Stage: stage, ModuleID: id, Err: err}
 	r.errMu.RLock()
-	sent := false
 	if !r.errsClosed {
 		select {
 		case r.errs <- e:
-			sent = true
 		default:
 		}
 	}
 	r.errMu.RUnlock()
-	if sent {
-		r.stats.errorsSent.Add(1)
-	} else {
-		r.stats.errorsDropped.Add(1)
-	}
-}
-
-// enqueue puts an admitted (and already counted) request into the request
-// pool without blocking, spilling to the overflow list when the pool is full.
-func (r *run[Req, Resp, Item]) enqueue(req Req) {
-	if r.overflow.n.Load() == 0 {
-		ok, err := r.reqs.TryPut(req)
-		if ok {
-			r.growDownload()
-			return
-		}
-		if err != nil {
-			r.leaveRequests(req)
-			return
-		}
-	}
-	o := &r.overflow
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		r.leaveRequests(req)
-		return
-	}
-	o.list = append(o.list, req)
-	o.n.Store(int64(len(o.list)))
-	o.mu.Unlock()
-	select {
-	case o.signal <- struct{}{}:
-	default:
-	}
-}
-
-// admit runs RequestArgs.Admit, turning a panic into an error.
-func (r *run[Req, Resp, Item]) admit(req Req) (err error) {
-	if r.ra.Admit == nil {
-		return nil
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicError(v)
-		}
-	}()
-	return r.ra.Admit(r.ctx, req)
-}
-
-// admitAll filters reqs in place through Admit, reporting refusals.
-func (r *run[Req, Resp, Item]) admitAll(reqs []Req) []Req {
-	if r.ra.Admit == nil {
-		return reqs
-	}
-	kept := reqs[:0]
-	for _, req := range reqs {
-		if err := r.admit(req); err != nil {
-			r.stats.requestsRefused.Add(1)
-			r.report(StageAdmit, "", err)
-			continue
-		}
-		kept = append(kept, req)
-	}
-	clear(reqs[len(kept):])
-	return kept
 }
 
 // errRetire ends an elastic worker that found no work for WorkerIdle.

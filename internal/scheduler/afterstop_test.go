@@ -18,7 +18,7 @@ func afterStopScheduler(t *testing.T, ctx context.Context, inDownload func()) *S
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAnalyzer[int, int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []int, []error) { return nil, nil, nil })
+	a, err := NewAnalyzer[int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []error) { return nil, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,14 @@ func afterStopScheduler(t *testing.T, ctx context.Context, inDownload func()) *S
 	if s.AfterStop(func() {}) {
 		t.Error("AfterStop() before Init = true, want false")
 	}
-	ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-	if err := s.Init(RequestArgs[int]{}, testArgs(), ma); err != nil {
+	ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+	if err := s.Init(testArgs(), ma); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(ctx, 1); err != nil {
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	return s

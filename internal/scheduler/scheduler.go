@@ -50,7 +50,7 @@ func (s *Scheduler[Req, Resp, Item]) set(st Status) {
 // is allowed when the scheduler is uninitialized, initialized or stopped; on
 // error the status is left as it was. Errors wrap ErrInvalidArgs (naming the
 // bad field), ErrDuplicateModule or ErrIllegalTransition.
-func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) error {
+func (s *Scheduler[Req, Resp, Item]) Init(da DataArgs, ma ModuleArgs[Req, Resp, Item]) error {
 	from, err := s.begin(StatusInitializing)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma M
 		// let it return before the run is replaced.
 		<-old.afterDone
 	}
-	r, err := s.build(ra, da, ma)
+	r, err := s.build(da, ma)
 	if err != nil {
 		s.set(from)
 		return err
@@ -70,13 +70,13 @@ func (s *Scheduler[Req, Resp, Item]) Init(ra RequestArgs[Req], da DataArgs, ma M
 	return nil
 }
 
-func (s *Scheduler[Req, Resp, Item]) build(ra RequestArgs[Req], da DataArgs, ma ModuleArgs[Req, Resp, Item]) (*run[Req, Resp, Item], error) {
-	for _, c := range []interface{ Check() error }{ra, da, ma} {
+func (s *Scheduler[Req, Resp, Item]) build(da DataArgs, ma ModuleArgs[Req, Resp, Item]) (*run[Req, Resp, Item], error) {
+	for _, c := range []interface{ Check() error }{da, ma} {
 		if err := c.Check(); err != nil {
 			return nil, err
 		}
 	}
-	r, err := newRun[Req, Resp, Item](ra, da)
+	r, err := newRun[Req, Resp, Item](da)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,11 @@ func (s *Scheduler[Req, Resp, Item]) build(ra RequestArgs[Req], da DataArgs, ma 
 	return r, nil
 }
 
-// Start launches the fixed worker pools and returns at once; the first
-// requests go through Admit and are queued without blocking. The run ends on
+// Start launches the worker pools and returns at once; requests come in
+// through Submit. The run ends on
 // Stop, or when ctx is cancelled, which stops the scheduler as Stop would.
 // Starting again after a stop needs Init again.
-func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) error {
+func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidArgs)
 	}
@@ -120,20 +120,12 @@ func (s *Scheduler[Req, Resp, Item]) Start(ctx context.Context, first ...Req) er
 	})
 	s.status.Store(int32(StatusStarted))
 	s.mu.Unlock()
-
-	first = r.admitAll(first)
-	r.pending.add(int64(len(first)))
-	r.stats.requestsAccepted.Add(uint64(len(first)))
-	for _, req := range first {
-		r.enqueue(req)
-	}
 	return nil
 }
 
-// Submit adds requests from outside the crawl, without Admit, blocking while
-// the request pool is full. It must not be called from inside a module (a
-// download worker blocked on its own full pool would stall the run): an
-// Analyzer returns new requests instead. It gives up with ctx.Err() when ctx is done and
+// Submit adds requests, blocking while the request pool is full. It must not
+// be called from inside a module (a download worker blocked on its own full
+// pool would stall the run). It gives up with ctx.Err() when ctx is done and
 // returns ErrNotStarted unless the scheduler is started (or once it stops
 // while Submit waits). Requests before the failing one were queued.
 func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) error {
@@ -142,22 +134,19 @@ func (s *Scheduler[Req, Resp, Item]) Submit(ctx context.Context, reqs ...Req) er
 		return ErrNotStarted
 	}
 	for _, req := range reqs {
-		r.pending.add(1)
 		if err := r.reqs.Put(ctx, req); err != nil {
-			r.pending.add(-1)
 			if errors.Is(err, buffer.ErrClosed) {
 				return ErrNotStarted
 			}
 			return err
 		}
-		r.stats.requestsAccepted.Add(1)
 		r.growDownload()
 	}
 	return nil
 }
 
 // Stop cancels in-flight work through the run's context, waits for every
-// goroutine the scheduler started, and records in Summary (and Leftovers) the
+// goroutine the scheduler started, and records in Leftovers the
 // requests, responses and items still queued. It is allowed only when
 // started; a run that its context stopped reports a *TransitionError, once
 // its workers have exited.
@@ -236,58 +225,12 @@ func (r *run[Req, Resp, Item]) runAfterStop() {
 // Errors returns the channel every stage reports to, as *StageError values;
 // a recovered panic wraps ErrPanic. The channel is closed when the run stops
 // and replaced by Init. It is buffered (DataArgs.ErrorBuffer): when nobody
-// reads, errors are dropped and counted in Summary rather than blocking the
-// crawl. Before the first Init it returns nil.
+// reads, errors are dropped rather than blocking the crawl. Before the first Init it returns nil.
 func (s *Scheduler[Req, Resp, Item]) Errors() <-chan error {
 	if r := s.run.Load(); r != nil {
 		return r.errs
 	}
 	return nil
-}
-
-// Idle reports whether nothing is queued, downloading, being analysed or in a
-// pipeline. A stopped run is idle: what it held is in Leftovers.
-func (s *Scheduler[Req, Resp, Item]) Idle() bool {
-	r := s.run.Load()
-	if r == nil || r.pending.load() == 0 {
-		return true
-	}
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Wait blocks until the scheduler is idle, including work added while
-// waiting, and returns nil. It returns ctx.Err() if ctx is done first, and
-// ErrStopped if the run was stopped with work still pending.
-func (s *Scheduler[Req, Resp, Item]) Wait(ctx context.Context) error {
-	for {
-		r := s.run.Load()
-		if r == nil {
-			return nil
-		}
-		idle := r.pending.wait()
-		select {
-		case <-idle:
-		case <-r.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		select {
-		case <-r.done:
-			if r.stoppedBusy.Load() {
-				return ErrStopped
-			}
-			return nil
-		default:
-		}
-		if r.pending.load() == 0 {
-			return nil
-		}
-	}
 }
 
 // Leftovers returns what the last stopped run still held when it stopped
@@ -304,13 +247,4 @@ func (s *Scheduler[Req, Resp, Item]) Leftovers() Leftovers[Req, Resp, Item] {
 		Responses: append([]Resp(nil), r.left.Responses...),
 		Items:     append([]Item(nil), r.left.Items...),
 	}
-}
-
-// Registrar returns the current run's registrar, so modules can be added or
-// removed while running; nil before the first Init.
-func (s *Scheduler[Req, Resp, Item]) Registrar() *Registrar {
-	if r := s.run.Load(); r != nil {
-		return r.reg
-	}
-	return nil
 }

@@ -23,9 +23,6 @@ func TestRegistrar(t *testing.T) {
 	if _, err := r.Get(TypeDownloader); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get() on empty error = %v, want %v", err, ErrNotFound)
 	}
-	if _, err := r.GetAllByType(TypeAnalyzer); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetAllByType() on empty error = %v, want %v", err, ErrNotFound)
-	}
 	if ok, err := r.Register(nil); ok || !errors.Is(err, ErrInvalidModule) {
 		t.Errorf("Register(nil) = %v, %v, want false, %v", ok, err, ErrInvalidModule)
 	}
@@ -60,28 +57,11 @@ func TestRegistrar(t *testing.T) {
 			t.Errorf("Get() = %s, want lowest-scored %s", m.ID(), ds[2].ID())
 		}
 	}
-	all, err := r.GetAllByType(TypeDownloader)
-	if err != nil || len(all) != 3 {
-		t.Errorf("GetAllByType() = %d modules, %v; want 3, nil", len(all), err)
-	}
-	if ok, err := r.Unregister(ds[2].ID()); !ok || err != nil {
-		t.Errorf("Unregister() = %v, %v, want true, nil", ok, err)
-	}
-	if ok, err := r.Unregister(ds[2].ID()); ok || !errors.Is(err, ErrNotFound) {
-		t.Errorf("Unregister(again) = %v, %v, want false, %v", ok, err, ErrNotFound)
-	}
-	if got := len(r.GetAll()); got != 2 {
-		t.Errorf("GetAll() has %d modules, want 2", got)
-	}
-	r.Clear()
-	if got := len(r.GetAll()); got != 0 {
-		t.Errorf("GetAll() after Clear has %d modules, want 0", got)
-	}
 }
 
 func TestModuleIDs(t *testing.T) {
 	d := newTestDownloader(t, "127.0.0.1:8080", nil)
-	a, _ := NewAnalyzer[int, int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []int, []error) { return nil, nil, nil })
+	a, _ := NewAnalyzer[int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []error) { return nil, nil })
 	p, _ := NewPipeline[int]("", nil, false, func(_ context.Context, i int) (int, error) { return i, nil })
 	for _, tt := range []struct {
 		m      Module

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"math"
 	"strconv"
 	"sync/atomic"
 )
@@ -63,16 +62,6 @@ type CalculateScore func(Counts) uint64
 // with calls still running counts as busier than one without.
 func DefaultScore(c Counts) uint64 { return c.Called + c.Handling }
 
-// ModuleSummary is a snapshot of a module for Summary.
-type ModuleSummary struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Addr   string `json:"addr"`
-	Score  uint64 `json:"score"`
-	Counts Counts `json:"counts"`
-	Extra  any    `json:"extra,omitempty"`
-}
-
 // Module is what every downloader, analyzer and pipeline is. Implementations
 // must be safe for concurrent use.
 type Module interface {
@@ -82,18 +71,11 @@ type Module interface {
 	Type() Type
 	Score() uint64
 	Counts() Counts
-	Summary() ModuleSummary
 }
 
-// serials hands out module serial numbers per type. They are process-wide so
-// that IDs stay unique across schedulers sharing modules.
-var serials = func() [TypePipeline + 1]*SNGenerator {
-	var g [TypePipeline + 1]*SNGenerator
-	for t := TypeDownloader; t <= TypePipeline; t++ {
-		g[t], _ = NewSNGenerator(1, math.MaxUint64)
-	}
-	return g
-}()
+// serials hands out module serial numbers per type, from 1. They are
+// process-wide so that IDs stay unique across schedulers sharing modules.
+var serials [TypePipeline + 1]atomic.Uint64
 
 // base implements Module; each concrete module embeds it.
 type base struct {
@@ -112,7 +94,7 @@ func newBase(t Type, addr string, score CalculateScore) base {
 	if score == nil {
 		score = DefaultScore
 	}
-	sn := serials[t].Get()
+	sn := serials[t].Add(1)
 	id := string(t.Letter()) + strconv.FormatUint(sn, 10) + "|" + addr
 	return base{id: id, addr: addr, typ: t, score: score}
 }
@@ -135,11 +117,6 @@ func (b *base) Counts() Counts {
 }
 
 func (b *base) Score() uint64 { return b.score(b.Counts()) }
-
-func (b *base) Summary() ModuleSummary {
-	c := b.Counts()
-	return ModuleSummary{ID: b.id, Type: b.typ.String(), Addr: b.addr, Score: b.score(c), Counts: c}
-}
 
 // begin counts a call; it reports false (and counts nothing more) when ctx is
 // already done. The caller must call end if begin returned true.

@@ -1,4 +1,9 @@
-package magpie
+// Package urlkey is magpie's URL handling below the Collector: links read as
+// browsers read them (Parse, Resolve), the canonical form two URLs share when
+// every server must treat them alike (Canonical), and the visited-set key of
+// a request (RequestKey). It is a pure leaf: no I/O, no state, fuzzed in its
+// tests.
+package urlkey
 
 import (
 	"net/url"
@@ -8,7 +13,7 @@ import (
 	whatwg "github.com/nlnwa/whatwg-url/url"
 )
 
-// canonicalURL returns the form of u used for visited keys: scheme and host
+// Canonical returns the form of u used for visited keys: scheme and host
 // lowercased, default port dropped, fragment dropped, empty path as "/",
 // percent-encoding normalised (unreserved characters decoded, hex uppercased);
 // the query keeps its order unless sortQuery is set.
@@ -28,9 +33,9 @@ import (
 //     "xn--bcher-kva.de" are different keys;
 //   - opaque URLs ("mailto:x@y") keep their opaque part as is.
 //
-// canonicalURL is idempotent: parsing its result and canonicalising again
+// Canonical is idempotent: parsing its result and canonicalising again
 // gives the same string. It never modifies u.
-func canonicalURL(u *url.URL, sortQuery bool) string {
+func Canonical(u *url.URL, sortQuery bool) string {
 	scheme := strings.ToLower(u.Scheme)
 	query := normalizeEscapes(u.RawQuery)
 	if sortQuery && query != "" {
@@ -190,7 +195,7 @@ func sortQueryPairs(q string) string {
 	return strings.Join(pairs, "&")
 }
 
-// requestKey is the visited-set key for a request: a 64-bit hash of method,
+// RequestKey is the visited-set key for a request: a 64-bit hash of method,
 // canonical URL and body.
 //
 // The hash is part of magpie's storage format: visited sets persist on disk
@@ -199,7 +204,7 @@ func sortQueryPairs(q string) string {
 // method, 0x00, canonical, 0x00, body, followed by the MurmurHash3 fmix64
 // finaliser, a bijection that spreads FNV's weak low bits so that stores may
 // shard on any bits of the key.
-func requestKey(method, canonical string, body []byte) uint64 {
+func RequestKey(method, canonical string, body []byte) uint64 {
 	h := uint64(fnvOffset64)
 	h = fnvString(h, method)
 	h *= fnvPrime64 // the 0x00 separator: h ^ 0 == h
@@ -254,8 +259,8 @@ func plainRef(s string) bool {
 	return true
 }
 
-// parseURL parses an absolute URL as a browser would.
-func parseURL(s string) (*url.URL, error) {
+// Parse parses an absolute URL as a browser would.
+func Parse(s string) (*url.URL, error) {
 	if plainRef(s) {
 		if u, err := url.Parse(s); err == nil {
 			return u, nil
@@ -268,9 +273,9 @@ func parseURL(s string) (*url.URL, error) {
 	return fromWHATWG(w)
 }
 
-// resolveRef resolves the link ref against base as a browser would. The
+// Resolve resolves the link ref against base as a browser would. The
 // fragment is kept.
-func resolveRef(base *url.URL, ref string) (*url.URL, error) {
+func Resolve(base *url.URL, ref string) (*url.URL, error) {
 	if plainRef(ref) {
 		// net/url takes "//::0" as the host "::0", which it cannot write
 		// back: colons in an unbracketed host go to the WHATWG parser.

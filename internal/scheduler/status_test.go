@@ -50,7 +50,7 @@ func TestLifecycleCallsInEveryState(t *testing.T) {
 				var err error
 				switch call {
 				case "Init":
-					err = s.Init(RequestArgs[int]{}, testArgs(), newTreeCrawl(1).modules(t, 1))
+					err = s.Init(testArgs(), newTreeCrawl(1).modules(t, 1))
 				case "Start":
 					err = s.Start(t.Context())
 				case "Stop":
@@ -91,7 +91,7 @@ func schedulerIn(t *testing.T, st Status) *Scheduler[int, int, int] {
 	if st == StatusUninitialized {
 		return s
 	}
-	if err := s.Init(RequestArgs[int]{}, testArgs(), newTreeCrawl(1).modules(t, 1)); err != nil {
+	if err := s.Init(testArgs(), newTreeCrawl(1).modules(t, 1)); err != nil {
 		t.Fatalf("Init() error = %v", err)
 	}
 	switch st {

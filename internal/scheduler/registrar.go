@@ -3,7 +3,6 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,21 +48,6 @@ func (r *Registrar) Register(m Module) (bool, error) {
 	return true, nil
 }
 
-// Unregister removes the module with the given ID. It reports false with an
-// error wrapping ErrNotFound when there is none.
-func (r *Registrar) Unregister(id string) (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m, ok := r.byID[id]
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	delete(r.byID, id)
-	t := m.Type()
-	r.byType[t] = slices.DeleteFunc(slices.Clone(r.byType[t]), func(x Module) bool { return x.ID() == id })
-	return true, nil
-}
-
 // Get returns the module of type t with the lowest score; among equal scores
 // successive calls take turns. It returns an error wrapping ErrNotFound when
 // no module of t is registered.
@@ -91,47 +75,4 @@ func (r *Registrar) Get(t Type) (Module, error) {
 		}
 	}
 	return best, nil
-}
-
-// GetAllByType returns a new map of the modules of type t by ID. It returns an
-// error wrapping ErrNotFound when there are none.
-func (r *Registrar) GetAllByType(t Type) (map[string]Module, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if !t.valid() || len(r.byType[t]) == 0 {
-		return nil, fmt.Errorf("%w: no %s registered", ErrNotFound, t)
-	}
-	out := make(map[string]Module, len(r.byType[t]))
-	for _, m := range r.byType[t] {
-		out[m.ID()] = m
-	}
-	return out, nil
-}
-
-// GetAll returns a new map of every module by ID (empty, not nil, when none).
-func (r *Registrar) GetAll() map[string]Module {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return maps.Clone(r.byID)
-}
-
-// Clear removes every module.
-func (r *Registrar) Clear() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.byID)
-	for t := range r.byType {
-		r.byType[t] = nil
-	}
-}
-
-// sorted returns every module ordered by type then ID.
-func (r *Registrar) sorted() []Module {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []Module
-	for _, list := range r.byType {
-		out = append(out, list...)
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package magpie
+package urlkey
 
 import (
 	"hash/fnv"
@@ -57,12 +57,12 @@ func TestCanonicalURL(t *testing.T) {
 				t.Fatalf("url.Parse(%q) error = %v", tt.in, err)
 			}
 			before := u.String()
-			got := canonicalURL(u, tt.sortQuery)
+			got := Canonical(u, tt.sortQuery)
 			if got != tt.want {
-				t.Errorf("canonicalURL(%q, %v) = %q, want %q", tt.in, tt.sortQuery, got, tt.want)
+				t.Errorf("Canonical(%q, %v) = %q, want %q", tt.in, tt.sortQuery, got, tt.want)
 			}
 			if u.String() != before {
-				t.Errorf("canonicalURL(%q) modified its argument to %q", tt.in, u.String())
+				t.Errorf("Canonical(%q) modified its argument to %q", tt.in, u.String())
 			}
 		})
 	}
@@ -77,7 +77,7 @@ func TestCanonicalURLEquivalence(t *testing.T) {
 		want := mustCanonical(t, g[0], false)
 		for _, s := range g[1:] {
 			if got := mustCanonical(t, s, false); got != want {
-				t.Errorf("canonicalURL(%q) = %q, want %q (same as %q)", s, got, want, g[0])
+				t.Errorf("Canonical(%q) = %q, want %q (same as %q)", s, got, want, g[0])
 			}
 		}
 	}
@@ -89,19 +89,19 @@ func mustCanonical(t testing.TB, s string, sortQuery bool) string {
 	if err != nil {
 		t.Fatalf("url.Parse(%q) error = %v", s, err)
 	}
-	return canonicalURL(u, sortQuery)
+	return Canonical(u, sortQuery)
 }
 
 func TestCanonicalRequestKey(t *testing.T) {
 	// Golden values: the key is persisted by stores, so it must never change.
-	if got, want := requestKey("GET", "http://example.com/", nil), uint64(0x4e65818b63857779); got != want {
-		t.Errorf("requestKey(GET, http://example.com/) = %#x, want %#x (the key format changed!)", got, want)
+	if got, want := RequestKey("GET", "http://example.com/", nil), uint64(0x4e65818b63857779); got != want {
+		t.Errorf("RequestKey(GET, http://example.com/) = %#x, want %#x (the key format changed!)", got, want)
 	}
 	// It equals fmix64 of hash/fnv's FNV-1a 64 over the documented layout.
 	h := fnv.New64a()
 	h.Write([]byte("POST\x00http://example.com/form\x00a=1"))
-	if got, want := requestKey("POST", "http://example.com/form", []byte("a=1")), fmix64(h.Sum64()); got != want {
-		t.Errorf("requestKey(POST ...) = %#x, want %#x", got, want)
+	if got, want := RequestKey("POST", "http://example.com/form", []byte("a=1")), fmix64(h.Sum64()); got != want {
+		t.Errorf("RequestKey(POST ...) = %#x, want %#x", got, want)
 	}
 	distinct := map[uint64]string{}
 	for _, c := range []struct {
@@ -115,9 +115,9 @@ func TestCanonicalRequestKey(t *testing.T) {
 		{"POST", "http://h/", "a=2"},
 		{"GE", "Thttp://h/", ""},
 	} {
-		k := requestKey(c.method, c.url, []byte(c.body))
+		k := RequestKey(c.method, c.url, []byte(c.body))
 		if prev, dup := distinct[k]; dup {
-			t.Errorf("requestKey(%q, %q, %q) collides with %s", c.method, c.url, c.body, prev)
+			t.Errorf("RequestKey(%q, %q, %q) collides with %s", c.method, c.url, c.body, prev)
 		}
 		distinct[k] = c.method + " " + c.url + " " + c.body
 	}
@@ -137,13 +137,13 @@ func FuzzCanonicalURL(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c1 := canonicalURL(u, sortQuery)
+		c1 := Canonical(u, sortQuery)
 		u2, err := url.Parse(c1)
 		if err != nil {
-			t.Fatalf("canonicalURL(%q) = %q, which does not parse: %v", s, c1, err)
+			t.Fatalf("Canonical(%q) = %q, which does not parse: %v", s, c1, err)
 		}
-		if c2 := canonicalURL(u2, sortQuery); c2 != c1 {
-			t.Fatalf("canonicalURL not idempotent for %q:\n first %q\nsecond %q", s, c1, c2)
+		if c2 := Canonical(u2, sortQuery); c2 != c1 {
+			t.Fatalf("Canonical not idempotent for %q:\n first %q\nsecond %q", s, c1, c2)
 		}
 	})
 }
@@ -160,14 +160,14 @@ func BenchmarkCanonicalURL(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				canonicalURL(u, true)
+				Canonical(u, true)
 			}
 		})
 	}
-	b.Run("requestKey", func(b *testing.B) {
+	b.Run("RequestKey", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			requestKey("GET", "https://example.com/products/widgets?page=2&sort=price", nil)
+			RequestKey("GET", "https://example.com/products/widgets?page=2&sort=price", nil)
 		}
 	})
 }
@@ -183,16 +183,16 @@ func FuzzResolveRef(f *testing.F) {
 	}
 	base, _ := url.Parse("http://h/dir/page?q=1")
 	f.Fuzz(func(t *testing.T, href string) {
-		u, err := resolveRef(base, href)
+		u, err := Resolve(base, href)
 		if err != nil {
 			return
 		}
 		if u.Scheme == "" {
-			t.Fatalf("resolveRef(%q) = %q, not absolute", href, u)
+			t.Fatalf("Resolve(%q) = %q, not absolute", href, u)
 		}
 		if _, err := url.Parse(u.String()); err != nil {
-			t.Fatalf("resolveRef(%q) = %q, which does not parse: %v", href, u, err)
+			t.Fatalf("Resolve(%q) = %q, which does not parse: %v", href, u, err)
 		}
-		_ = canonicalURL(u, true)
+		_ = Canonical(u, true)
 	})
 }

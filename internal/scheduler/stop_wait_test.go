@@ -21,11 +21,11 @@ func TestStopWaitsForRunStoppedByContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NewAnalyzer[int, int, int]("", nil, nil, func(ctx context.Context, resp int, _ io.Reader) ([]int, []int, []error) {
+		a, err := NewAnalyzer[int, int]("", nil, nil, func(ctx context.Context, resp int, _ io.Reader) ([]int, []error) {
 			close(entered)
 			<-release // ignores ctx, as a user callback may
 			finished.Store(true)
-			return nil, nil, nil
+			return nil, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -35,12 +35,15 @@ func TestStopWaitsForRunStoppedByContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := New[int, int, int]()
-		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-		if err := s.Init(RequestArgs[int]{}, testArgs(), ma); err != nil {
+		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+		if err := s.Init(testArgs(), ma); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		if err := s.Start(ctx, 1); err != nil {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Submit(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		<-entered

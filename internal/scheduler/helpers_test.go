@@ -14,21 +14,32 @@ func testArgs() DataArgs {
 	return DataArgs{Request: p, Response: p, Item: p, ErrorBuffer: 64, DownloadWorkers: 4, AnalyzeWorkers: 2, PipelineWorkers: 2}
 }
 
-// treeCrawl is a fake site of n pages: page i links to 2i+1 and 2i+2, plus a
-// link back to page 0 so that admission must dedupe. It records how many
-// times each page was downloaded.
+// treeCrawl is a fake site of n pages, each submitted once (magpie's
+// frontier dedupes before Submit; analyzers make no requests). It records
+// how many times each page was downloaded.
 type treeCrawl struct {
 	n int
 
-	mu         sync.Mutex // guards downloads, seen, items
-	downloads  map[int]int
-	seen       map[int]bool
-	items      int
-	dupRefused int
+	mu        sync.Mutex // guards downloads, items
+	downloads map[int]int
+	items     int
+	// more is signalled with each item the pipeline takes.
+	more *sync.Cond
 }
 
 func newTreeCrawl(n int) *treeCrawl {
-	return &treeCrawl{n: n, downloads: make(map[int]int), seen: make(map[int]bool)}
+	tc := &treeCrawl{n: n, downloads: make(map[int]int)}
+	tc.more = sync.NewCond(&tc.mu)
+	return tc
+}
+
+// wait blocks until the pipeline has taken n items in all.
+func (tc *treeCrawl) wait(n int) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for tc.items < n {
+		tc.more.Wait()
+	}
 }
 
 func (tc *treeCrawl) download(ctx context.Context, req int) (int, error) {
@@ -38,32 +49,14 @@ func (tc *treeCrawl) download(ctx context.Context, req int) (int, error) {
 	return req, nil
 }
 
-func (tc *treeCrawl) parse(ctx context.Context, resp int, body io.Reader) ([]int, []int, []error) {
-	var reqs []int
-	for _, c := range []int{2*resp + 1, 2*resp + 2, 0} {
-		if c < tc.n {
-			reqs = append(reqs, c)
-		}
-	}
-	return reqs, []int{resp}, nil
+func (tc *treeCrawl) parse(ctx context.Context, resp int, body io.Reader) ([]int, []error) {
+	return []int{resp}, nil
 }
-
-func (tc *treeCrawl) admit(ctx context.Context, req int) error {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	if tc.seen[req] {
-		tc.dupRefused++
-		return errDuplicate
-	}
-	tc.seen[req] = true
-	return nil
-}
-
-var errDuplicate = fmt.Errorf("already seen")
 
 func (tc *treeCrawl) pipe(ctx context.Context, item int) (int, error) {
 	tc.mu.Lock()
 	tc.items++
+	tc.more.Broadcast()
 	tc.mu.Unlock()
 	return item, nil
 }
@@ -79,7 +72,7 @@ func (tc *treeCrawl) modules(t testing.TB, nd int) ModuleArgs[int, int, int] {
 		}
 		ma.Downloaders = append(ma.Downloaders, d)
 	}
-	a, err := NewAnalyzer[int, int, int]("", nil, nil, tc.parse)
+	a, err := NewAnalyzer[int, int]("", nil, nil, tc.parse)
 	if err != nil {
 		t.Fatalf("NewAnalyzer() error = %v", err)
 	}
@@ -87,7 +80,7 @@ func (tc *treeCrawl) modules(t testing.TB, nd int) ModuleArgs[int, int, int] {
 	if err != nil {
 		t.Fatalf("NewPipeline() error = %v", err)
 	}
-	ma.Analyzers = []Analyzer[int, int, int]{a}
+	ma.Analyzers = []Analyzer[int, int]{a}
 	ma.Pipelines = []Pipeline[int]{p}
 	return ma
 }

@@ -2,10 +2,9 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"runtime"
-	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,8 +17,8 @@ func TestSyntheticCrawl(t *testing.T) {
 		da   DataArgs
 	}{
 		{"default pools", testArgs()},
-		// Every hand-off is full almost always: analyzers must spill to the
-		// overflow list rather than deadlock against the downloaders.
+		// Every hand-off is full almost always: Submit waits for room and
+		// the stages must not deadlock against each other.
 		{"tiny pools, one worker each", DataArgs{Request: tiny, Response: tiny, Item: tiny, ErrorBuffer: 1,
 			DownloadWorkers: 1, AnalyzeWorkers: 1, PipelineWorkers: 1}},
 	}
@@ -28,17 +27,10 @@ func TestSyntheticCrawl(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTreeCrawl(n)
 			s := New[int, int, int]()
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, tt.da, tc.modules(t, 3), 0)
-			if err := s.Wait(t.Context()); err != nil {
-				t.Fatalf("Wait() error = %v", err)
-			}
-			if !s.Idle() {
-				t.Errorf("Idle() = false after Wait")
-			}
+			stop := startCrawl(t, s, tt.da, tc.modules(t, 3), seq(0, n)...)
+			tc.wait(n)
 			for _, err := range stop() {
-				if !errors.Is(err, errDuplicate) {
-					t.Errorf("unexpected error from Errors(): %v", err)
-				}
+				t.Errorf("unexpected error from Errors(): %v", err)
 			}
 			if len(tc.downloads) != n {
 				t.Errorf("downloaded %d distinct pages, want %d", len(tc.downloads), n)
@@ -51,24 +43,27 @@ func TestSyntheticCrawl(t *testing.T) {
 			if tc.items != n {
 				t.Errorf("pipeline saw %d items, want %d", tc.items, n)
 			}
-			sum := s.Summary()
-			if sum.Requests.Downloaded != n || sum.ItemsDone != n || sum.Left != (LeftCounts{}) || sum.Requests.Refused != uint64(tc.dupRefused) {
-				t.Errorf("Summary() = %+v, want %d downloaded and items done, %d refused, nothing left", sum, n, tc.dupRefused)
+			if left := s.Leftovers(); len(left.Requests)+len(left.Responses)+len(left.Items) != 0 {
+				t.Errorf("Leftovers() = %d requests, %d responses, %d items; want nothing left", len(left.Requests), len(left.Responses), len(left.Items))
 			}
 		})
 	}
 }
 
-// startCrawl inits and starts s over tc with the given downloaders and
-// returns a function that stops it and returns what Errors() delivered.
-func startCrawl(t *testing.T, s *Scheduler[int, int, int], ra RequestArgs[int], da DataArgs, ma ModuleArgs[int, int, int], first ...int) func() []error {
+// startCrawl inits and starts s over tc with the given downloaders, submits
+// first, and returns a function that stops it and returns what Errors()
+// delivered.
+func startCrawl(t *testing.T, s *Scheduler[int, int, int], da DataArgs, ma ModuleArgs[int, int, int], first ...int) func() []error {
 	t.Helper()
-	if err := s.Init(ra, da, ma); err != nil {
+	if err := s.Init(da, ma); err != nil {
 		t.Fatalf("Init() error = %v", err)
 	}
 	errs := drainErrors(s.Errors())
-	if err := s.Start(t.Context(), first...); err != nil {
+	if err := s.Start(t.Context()); err != nil {
 		t.Fatalf("Start() error = %v", err)
+	}
+	if err := s.Submit(t.Context(), first...); err != nil {
+		t.Fatalf("Submit() error = %v", err)
 	}
 	return func() []error {
 		if err := s.Stop(); err != nil {
@@ -121,10 +116,8 @@ func TestLoadBalancing(t *testing.T) {
 				ma.Downloaders = append(ma.Downloaders, d)
 			}
 			s := New[int, int, int]()
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), ma, 0)
-			if err := s.Wait(t.Context()); err != nil {
-				t.Fatalf("Wait() error = %v", err)
-			}
+			stop := startCrawl(t, s, testArgs(), ma, seq(0, n)...)
+			tc.wait(n)
 			stop()
 			var calls []uint64
 			var sum uint64
@@ -144,6 +137,13 @@ func TestLoadBalancing(t *testing.T) {
 // wait for the context, as a well-behaved module does.
 func blockingModules(t *testing.T, started chan<- struct{}) ModuleArgs[int, int, int] {
 	t.Helper()
+	return blockingModulesCounting(t, started, new(atomic.Int64))
+}
+
+// blockingModulesCounting is blockingModules counting in cancelled the
+// downloads the context cut short.
+func blockingModulesCounting(t *testing.T, started chan<- struct{}, cancelled *atomic.Int64) ModuleArgs[int, int, int] {
+	t.Helper()
 	tc := newTreeCrawl(1 << 30)
 	ma := tc.modules(t, 0)
 	d, err := NewDownloader[int, int]("", nil, func(ctx context.Context, req int) (int, error) {
@@ -152,6 +152,7 @@ func blockingModules(t *testing.T, started chan<- struct{}) ModuleArgs[int, int,
 		default:
 		}
 		<-ctx.Done()
+		cancelled.Add(1)
 		return 0, ctx.Err()
 	})
 	if err != nil {
@@ -166,7 +167,8 @@ func TestStopDuringBusyCrawl(t *testing.T) {
 	started := make(chan struct{}, 1)
 	s := New[int, int, int]()
 	da := testArgs()
-	stop := startCrawl(t, s, RequestArgs[int]{}, da, blockingModules(t, started), 1, 2, 3)
+	var cancelled atomic.Int64
+	stop := startCrawl(t, s, da, blockingModulesCounting(t, started, &cancelled), 1, 2, 3)
 	const queued = 50
 	if err := s.Submit(t.Context(), seq(100, queued)...); err != nil {
 		t.Fatalf("Submit() error = %v", err)
@@ -183,23 +185,13 @@ func TestStopDuringBusyCrawl(t *testing.T) {
 	if s.Status() != StatusStopped {
 		t.Errorf("Status() = %s, want %s", s.Status(), StatusStopped)
 	}
-	sum := s.Summary()
-	left := s.Leftovers()
-	total := uint64(3 + queued)
-	if got := sum.Left.Requests + sum.Requests.Cancelled; got != total {
-		t.Errorf("left %d + cancelled %d = %d requests, want %d (none dropped silently)", sum.Left.Requests, sum.Requests.Cancelled, got, total)
+	left := int64(len(s.Leftovers().Requests))
+	total := int64(3 + queued)
+	if got := left + cancelled.Load(); got != total {
+		t.Errorf("left %d + cancelled %d = %d requests, want %d (none dropped silently)", left, cancelled.Load(), got, total)
 	}
-	if want := total - uint64(da.DownloadWorkers); sum.Left.Requests < want {
-		t.Errorf("Summary().Left.Requests = %d, want >= %d (all but the ones downloading)", sum.Left.Requests, want)
-	}
-	if uint64(len(left.Requests)) != sum.Left.Requests {
-		t.Errorf("Leftovers() has %d requests, Summary says %d", len(left.Requests), sum.Left.Requests)
-	}
-	if !s.Idle() {
-		t.Errorf("Idle() = false after Stop")
-	}
-	if err := s.Wait(t.Context()); !errors.Is(err, ErrStopped) {
-		t.Errorf("Wait() after busy Stop error = %v, want %v", err, ErrStopped)
+	if want := total - int64(da.DownloadWorkers); left < want {
+		t.Errorf("Leftovers() has %d requests, want >= %d (all but the ones downloading)", left, want)
 	}
 	if err := s.Submit(t.Context(), 1); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("Submit() after Stop error = %v, want %v", err, ErrNotStarted)
@@ -240,26 +232,27 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 	}{
 		{"wait then stop", func(t *testing.T, s *Scheduler[int, int, int]) {
 			tc := newTreeCrawl(500)
-			stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), tc.modules(t, 2), 0)
-			if err := s.Wait(t.Context()); err != nil {
-				t.Errorf("Wait() error = %v", err)
-			}
+			stop := startCrawl(t, s, testArgs(), tc.modules(t, 2), seq(0, 500)...)
+			tc.wait(500)
 			stop()
 		}},
 		{"stop while busy", func(t *testing.T, s *Scheduler[int, int, int]) {
 			started := make(chan struct{}, 1)
-			stop := startCrawl(t, s, RequestArgs[int]{}, testArgs(), blockingModules(t, started), seq(0, 100)...)
+			stop := startCrawl(t, s, testArgs(), blockingModules(t, started), seq(0, 50)...)
 			<-started
 			stop()
 		}},
 		{"context cancelled", func(t *testing.T, s *Scheduler[int, int, int]) {
 			started := make(chan struct{}, 1)
 			ctx, cancel := context.WithCancel(t.Context())
-			if err := s.Init(RequestArgs[int]{}, testArgs(), blockingModules(t, started)); err != nil {
+			if err := s.Init(testArgs(), blockingModules(t, started)); err != nil {
 				t.Fatal(err)
 			}
 			errs := drainErrors(s.Errors())
-			if err := s.Start(ctx, seq(0, 100)...); err != nil {
+			if err := s.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Submit(ctx, seq(0, 50)...); err != nil {
 				t.Fatal(err)
 			}
 			<-started
@@ -272,7 +265,7 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 				t.Errorf("Stop() after cancel error = %v, want %v", err, ErrIllegalTransition)
 			}
 			// Init waits for the context watcher, so nothing outlives it.
-			if err := s.Init(RequestArgs[int]{}, testArgs(), blockingModules(t, started)); err != nil {
+			if err := s.Init(testArgs(), blockingModules(t, started)); err != nil {
 				t.Errorf("Init() after cancel error = %v", err)
 			}
 		}},
@@ -287,6 +280,10 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 }
 
 func TestPanickingModules(t *testing.T) {
+	synctest.Test(t, testPanickingModules)
+}
+
+func testPanickingModules(t *testing.T) {
 	const n = 300
 	tc := newTreeCrawl(n)
 	ma := tc.modules(t, 1)
@@ -302,16 +299,8 @@ func TestPanickingModules(t *testing.T) {
 	ma.Downloaders = []Downloader[int, int]{d}
 	ma.Pipelines = append(ma.Pipelines, &rawPipeline{base: newBase(TypePipeline, "raw", nil)})
 	s := New[int, int, int]()
-	admit := func(ctx context.Context, req int) error {
-		if req == 7 {
-			panic(errors.New("admit boom"))
-		}
-		return tc.admit(ctx, req)
-	}
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: admit}, testArgs(), ma, 0)
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatalf("Wait() error = %v", err)
-	}
+	stop := startCrawl(t, s, testArgs(), ma, seq(0, n)...)
+	synctest.Wait() // the crawl is idle
 	errs := stop()
 	stages := map[string]int{}
 	for _, err := range errs {
@@ -326,11 +315,8 @@ func TestPanickingModules(t *testing.T) {
 			}
 		}
 	}
-	if stages[StageDownload] == 0 || stages[StageAdmit] != 1 || stages[StagePipeline] == 0 {
-		t.Errorf("panics by stage = %v, want download > 0, admit = 1, pipeline > 0", stages)
-	}
-	if sum := s.Summary(); sum.Panics == 0 || sum.Requests.Downloaded == 0 {
-		t.Errorf("Summary() panics = %d, downloaded = %d; want both > 0", sum.Panics, sum.Requests.Downloaded)
+	if stages[StageDownload] == 0 || stages[StagePipeline] == 0 {
+		t.Errorf("panics by stage = %v, want download > 0, pipeline > 0", stages)
 	}
 	if len(tc.downloads) == 0 {
 		t.Errorf("no page downloaded after panics")
@@ -347,26 +333,34 @@ func (p *rawPipeline) SetFailFast(bool)                           {}
 
 // TestUnreadErrorsDoNotBlock fails every download and never reads Errors().
 func TestUnreadErrorsDoNotBlock(t *testing.T) {
+	synctest.Test(t, testUnreadErrorsDoNotBlock)
+}
+
+func testUnreadErrorsDoNotBlock(t *testing.T) {
 	tc := newTreeCrawl(1)
 	ma := tc.modules(t, 0)
 	boom := errors.New("boom")
-	d, _ := NewDownloader[int, int]("", nil, func(ctx context.Context, req int) (int, error) { return 0, boom })
+	var failed atomic.Int64
+	d, _ := NewDownloader[int, int]("", nil, func(ctx context.Context, req int) (int, error) {
+		failed.Add(1)
+		return 0, boom
+	})
 	ma.Downloaders = []Downloader[int, int]{d}
 	da := testArgs()
 	da.ErrorBuffer = 2
 	s := New[int, int, int]()
-	if err := s.Init(RequestArgs[int]{}, da, ma); err != nil {
+	if err := s.Init(da, ma); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(t.Context(), seq(0, 100)...); err != nil {
+	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatalf("Wait() error = %v", err)
+	if err := s.Submit(t.Context(), seq(0, 100)...); err != nil {
+		t.Fatal(err)
 	}
-	sum := s.Summary()
-	if sum.ErrorsSent != 2 || sum.ErrorsDropped != 98 || sum.Requests.Failed != 100 {
-		t.Errorf("Summary() errors sent %d dropped %d failed %d, want 2, 98, 100", sum.ErrorsSent, sum.ErrorsDropped, sum.Requests.Failed)
+	synctest.Wait() // every download has failed: nothing blocked on Errors()
+	if got := failed.Load(); got != 100 {
+		t.Errorf("downloads failed = %d, want 100", got)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -380,81 +374,29 @@ func TestUnreadErrorsDoNotBlock(t *testing.T) {
 	}
 }
 
-func TestSubmitAndWait(t *testing.T) {
-	tc := newTreeCrawl(0) // no children
+func TestSubmit(t *testing.T) {
+	tc := newTreeCrawl(0)
 	s := New[int, int, int]()
 	if err := s.Submit(t.Context(), 1); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("Submit() before Init error = %v, want %v", err, ErrNotStarted)
 	}
 	da := testArgs()
 	da.Request = PoolArgs{BufferCap: 1, MaxBufferNumber: 1}
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, da, tc.modules(t, 1))
+	stop := startCrawl(t, s, da, tc.modules(t, 1))
 	defer stop()
 	if err := s.Submit(t.Context(), seq(0, 1000)...); err != nil {
 		t.Fatalf("Submit() error = %v", err)
 	}
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatalf("Wait() error = %v", err)
-	}
+	tc.wait(1000)
 	if len(tc.downloads) != 1000 || tc.items != 1000 {
 		t.Errorf("downloads = %d, items = %d, want 1000 each", len(tc.downloads), tc.items)
 	}
-	// Submit is not filtered by Admit: resubmitting is downloaded again.
+	// Submit does not dedupe: resubmitting is downloaded again.
 	if err := s.Submit(t.Context(), 0); err != nil {
 		t.Fatalf("Submit() error = %v", err)
 	}
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatalf("Wait() error = %v", err)
-	}
+	tc.wait(1001)
 	if tc.downloads[0] != 2 {
 		t.Errorf("page 0 downloaded %d times, want 2", tc.downloads[0])
-	}
-}
-
-func TestWaitContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		started := make(chan struct{}, 1)
-		s := New[int, int, int]()
-		stop := startCrawl(t, s, RequestArgs[int]{}, testArgs(), blockingModules(t, started), 1)
-		defer stop()
-		<-started
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		if err := s.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Wait() on a busy crawl error = %v, want %v", err, context.DeadlineExceeded)
-		}
-		if s.Idle() {
-			t.Errorf("Idle() = true with a download in flight")
-		}
-	})
-}
-
-func TestSummaryJSON(t *testing.T) {
-	tc := newTreeCrawl(10)
-	s := New[int, int, int]()
-	stop := startCrawl(t, s, RequestArgs[int]{Admit: tc.admit}, testArgs(), tc.modules(t, 2), 0)
-	if err := s.Wait(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	sum := s.Summary()
-	data, err := json.Marshal(sum)
-	if err != nil {
-		t.Fatalf("json.Marshal(Summary()) error = %v", err)
-	}
-	var back map[string]any
-	if err := json.Unmarshal(data, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back["status"] != "stopped" {
-		t.Errorf("JSON status = %v, want %q", back["status"], "stopped")
-	}
-	if mods, _ := back["modules"].([]any); len(mods) != 4 {
-		t.Errorf("JSON modules = %v, want 4", back["modules"])
-	}
-	for _, want := range []string{"status: stopped", "request pool:", "module D", "downloaded=10"} {
-		if !strings.Contains(sum.String(), want) {
-			t.Errorf("Summary().String() lacks %q:\n%s", want, sum)
-		}
 	}
 }

@@ -8,21 +8,21 @@ import (
 	"sync"
 )
 
-// Analyzer turns a response into new requests and items. Analyze must honour
+// Analyzer turns a response into items. Analyze must honour
 // ctx and be safe for concurrent use.
-type Analyzer[Req, Resp, Item any] interface {
+type Analyzer[Resp, Item any] interface {
 	Module
-	Analyze(ctx context.Context, resp Resp) ([]Req, []Item, []error)
+	Analyze(ctx context.Context, resp Resp) ([]Item, []error)
 }
 
 // ParseResponse is one parser of an Analyzer. body is a fresh reader over the
 // response body, valid only until the parser returns.
-type ParseResponse[Req, Resp, Item any] func(ctx context.Context, resp Resp, body io.Reader) ([]Req, []Item, []error)
+type ParseResponse[Resp, Item any] func(ctx context.Context, resp Resp, body io.Reader) ([]Item, []error)
 
-type analyzer[Req, Resp, Item any] struct {
+type analyzer[Resp, Item any] struct {
 	base
 	body    func(Resp) []byte
-	parsers []ParseResponse[Req, Resp, Item]
+	parsers []ParseResponse[Resp, Item]
 }
 
 // NewAnalyzer returns an Analyzer that runs every parser, in order, on each
@@ -31,8 +31,8 @@ type analyzer[Req, Resp, Item any] struct {
 // all parsers are concatenated. score nil means DefaultScore. No parsers, or a
 // nil one, returns an error wrapping ErrInvalidModule. A panicking parser is
 // recovered, reported as an error wrapping ErrPanic, and the next parser runs.
-func NewAnalyzer[Req, Resp, Item any](addr string, score CalculateScore, body func(Resp) []byte,
-	parsers ...ParseResponse[Req, Resp, Item]) (Analyzer[Req, Resp, Item], error) {
+func NewAnalyzer[Resp, Item any](addr string, score CalculateScore, body func(Resp) []byte,
+	parsers ...ParseResponse[Resp, Item]) (Analyzer[Resp, Item], error) {
 	if len(parsers) == 0 {
 		return nil, fmt.Errorf("%w: analyzer without parsers", ErrInvalidModule)
 	}
@@ -41,16 +41,16 @@ func NewAnalyzer[Req, Resp, Item any](addr string, score CalculateScore, body fu
 			return nil, fmt.Errorf("%w: analyzer parser %d is nil", ErrInvalidModule, i)
 		}
 	}
-	return &analyzer[Req, Resp, Item]{
+	return &analyzer[Resp, Item]{
 		base:    newBase(TypeAnalyzer, addr, score),
 		body:    body,
-		parsers: append([]ParseResponse[Req, Resp, Item](nil), parsers...),
+		parsers: append([]ParseResponse[Resp, Item](nil), parsers...),
 	}, nil
 }
 
-func (a *analyzer[Req, Resp, Item]) Analyze(ctx context.Context, resp Resp) (reqs []Req, items []Item, errs []error) {
+func (a *analyzer[Resp, Item]) Analyze(ctx context.Context, resp Resp) (items []Item, errs []error) {
 	if !a.begin(ctx.Err() != nil) {
-		return nil, nil, []error{ctx.Err()}
+		return nil, []error{ctx.Err()}
 	}
 	defer func() {
 		if v := recover(); v != nil { // from the body func
@@ -71,12 +71,11 @@ func (a *analyzer[Req, Resp, Item]) Analyze(ctx context.Context, resp Resp) (req
 			break
 		}
 		r.Reset(data)
-		rq, it, es := a.parse(ctx, parse, resp, r)
-		reqs = concat(reqs, rq)
+		it, es := a.parse(ctx, parse, resp, r)
 		items = concat(items, it)
 		errs = concat(errs, es)
 	}
-	return reqs, items, errs
+	return items, errs
 }
 
 // readers recycles the body readers handed to parsers; a reader is valid only
@@ -92,8 +91,8 @@ func concat[T any](a, b []T) []T {
 	return append(a, b...)
 }
 
-func (a *analyzer[Req, Resp, Item]) parse(ctx context.Context, parse ParseResponse[Req, Resp, Item],
-	resp Resp, body io.Reader) (reqs []Req, items []Item, errs []error) {
+func (a *analyzer[Resp, Item]) parse(ctx context.Context, parse ParseResponse[Resp, Item],
+	resp Resp, body io.Reader) (items []Item, errs []error) {
 	defer func() {
 		if v := recover(); v != nil {
 			errs = append(errs, panicError(v))

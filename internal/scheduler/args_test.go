@@ -61,7 +61,7 @@ func TestModuleArgsCheck(t *testing.T) {
 				return
 			}
 			s := New[int, int, int]()
-			if err := s.Init(RequestArgs[int]{}, testArgs(), m); !errors.Is(err, ErrInvalidArgs) {
+			if err := s.Init(testArgs(), m); !errors.Is(err, ErrInvalidArgs) {
 				t.Errorf("Init() error = %v, want %v", err, ErrInvalidArgs)
 			}
 			if s.Status() != StatusUninitialized {
@@ -75,7 +75,7 @@ func TestInitDuplicateModule(t *testing.T) {
 	m := newTreeCrawl(1).modules(t, 1)
 	m.Downloaders = append(m.Downloaders, m.Downloaders[0])
 	s := New[int, int, int]()
-	err := s.Init(RequestArgs[int]{}, testArgs(), m)
+	err := s.Init(testArgs(), m)
 	if !errors.Is(err, ErrDuplicateModule) || !errors.Is(err, ErrInvalidArgs) {
 		t.Errorf("Init() with a module twice error = %v, want %v and %v", err, ErrDuplicateModule, ErrInvalidArgs)
 	}

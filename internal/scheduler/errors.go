@@ -22,14 +22,8 @@ var (
 	ErrNotFound = errors.New("scheduler: module not found")
 	// ErrNotStarted is returned by Submit when the scheduler is not started.
 	ErrNotStarted = errors.New("scheduler: not started")
-	// ErrStopped is returned by Wait when the run was stopped before it became
-	// idle.
-	ErrStopped = errors.New("scheduler: stopped")
 	// ErrPanic is wrapped by the error reported when a module panics.
 	ErrPanic = errors.New("scheduler: module panicked")
-	// ErrInvalidSN is returned when a serial-number generator is built with
-	// max below start.
-	ErrInvalidSN = errors.New("scheduler: invalid serial number range")
 )
 
 // TransitionError reports a refused status transition. errors.Is(err,
@@ -48,7 +42,6 @@ func (e *TransitionError) Is(target error) bool { return target == ErrIllegalTra
 
 // Stage names used in StageError.
 const (
-	StageAdmit    = "admit"
 	StageDownload = "download"
 	StageAnalyze  = "analyze"
 	StagePipeline = "pipeline"

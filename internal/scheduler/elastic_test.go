@@ -17,7 +17,7 @@ import (
 func TestElasticWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		var inflight, most atomic.Int64
+		var inflight, most, downloaded atomic.Int64
 		d, err := NewDownloader[int, int]("", nil, func(ctx context.Context, req int) (int, error) {
 			n := inflight.Add(1)
 			defer inflight.Add(-1)
@@ -27,12 +27,13 @@ func TestElasticWorkers(t *testing.T) {
 			case <-release:
 			case <-ctx.Done():
 			}
+			downloaded.Add(1)
 			return req, nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NewAnalyzer[int, int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []int, []error) { return nil, nil, nil })
+		a, err := NewAnalyzer[int, int]("", nil, nil, func(context.Context, int, io.Reader) ([]int, []error) { return nil, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +44,8 @@ func TestElasticWorkers(t *testing.T) {
 		args := testArgs()
 		args.DownloadWorkers, args.AnalyzeWorkers, args.WorkerIdle = 12, 12, time.Second
 		s := New[int, int, int]()
-		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-		if err := s.Init(RequestArgs[int]{}, args, ma); err != nil {
+		ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+		if err := s.Init(args, ma); err != nil {
 			t.Fatal(err)
 		}
 		// Goroutines are counted by their stacks, not runtime.NumGoroutine:
@@ -88,8 +89,8 @@ func TestElasticWorkers(t *testing.T) {
 		if got := most.Load(); got != 12 {
 			t.Errorf("most downloads in flight = %d, want 12", got)
 		}
-		if sum := s.Summary(); sum.Requests.Downloaded != 15 {
-			t.Errorf("requests downloaded = %d, want 15", sum.Requests.Downloaded)
+		if got := downloaded.Load(); got != 15 {
+			t.Errorf("requests downloaded = %d, want 15", got)
 		}
 	})
 }
@@ -110,12 +111,12 @@ func TestGoexitInModule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := NewAnalyzer[int, int, int]("", nil, nil, func(_ context.Context, resp int, _ io.Reader) ([]int, []int, []error) {
+			a, err := NewAnalyzer[int, int]("", nil, nil, func(_ context.Context, resp int, _ io.Reader) ([]int, []error) {
 				if resp%3 == 1 {
 					runtime.Goexit()
 				}
 				analyzed.Add(1)
-				return nil, nil, nil
+				return nil, nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -130,8 +131,8 @@ func TestGoexitInModule(t *testing.T) {
 				args.WorkerIdle = time.Second
 			}
 			s := New[int, int, int]()
-			ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int, int]{a}, Pipelines: []Pipeline[int]{p}}
-			if err := s.Init(RequestArgs[int]{}, args, ma); err != nil {
+			ma := ModuleArgs[int, int, int]{Downloaders: []Downloader[int, int]{d}, Analyzers: []Analyzer[int, int]{a}, Pipelines: []Pipeline[int]{p}}
+			if err := s.Init(args, ma); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Start(t.Context()); err != nil {
@@ -144,9 +145,7 @@ func TestGoexitInModule(t *testing.T) {
 			if err := s.Submit(t.Context(), reqs...); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Wait(t.Context()); err != nil {
-				t.Fatalf("Wait() error = %v, want nil (the run goes idle)", err)
-			}
+			synctest.Wait() // the run goes idle: every worker waits for work
 			if got := analyzed.Load(); got != 10 {
 				t.Errorf("responses analyzed to the end = %d, want 10", got)
 			}
@@ -171,7 +170,7 @@ func schedulerGoroutines() int {
 	}
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "magpie/scheduler.") && !strings.Contains(g, "magpie/scheduler.Test") {
+		if strings.Contains(g, "magpie/internal/scheduler.") && !strings.Contains(g, "magpie/internal/scheduler.Test") {
 			count++
 		}
 	}

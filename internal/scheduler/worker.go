@@ -2,38 +2,6 @@ package scheduler
 
 import "fmt"
 
-// feed moves overflow requests into the request pool. It is the only place
-// that blocks on a full request pool for analyzer output, and nothing waits on
-// it, so it cannot close a cycle.
-func (r *run[Req, Resp, Item]) feed() {
-	defer r.wg.Done()
-	o := &r.overflow
-	for {
-		select {
-		case <-o.signal:
-		case <-r.ctx.Done():
-			return
-		}
-		for {
-			o.mu.Lock()
-			batch := o.list
-			o.list = nil
-			o.n.Store(0)
-			o.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			for i, req := range batch {
-				if err := r.reqs.Put(r.ctx, req); err != nil {
-					r.leaveRequests(batch[i:]...)
-					return
-				}
-				r.growDownload()
-			}
-		}
-	}
-}
-
 func (r *run[Req, Resp, Item]) downloadLoop() {
 	defer r.wg.Done()
 	for {
@@ -47,25 +15,20 @@ func (r *run[Req, Resp, Item]) downloadLoop() {
 			r.leaveRequests(req)
 			return
 		}
-		r.guard(r.downloadLoop, true, func() { r.download(req) })
+		r.guard(r.downloadLoop, func() { r.download(req) })
 	}
 }
 
 // guard runs one job of a worker. A job that never returns because its
 // goroutine was ended by runtime.Goexit (user code in a module may call it,
-// as t.FailNow does) would strand its pending unit and shrink the pool:
-// guard releases the unit when the job had not (release) and starts a
-// replacement worker running loop, unless the run is stopping. Panics are
-// recovered further down, where the job can still report them.
-func (r *run[Req, Resp, Item]) guard(loop func(), release bool, job func()) {
+// as t.FailNow does) would shrink the pool: guard starts a replacement
+// worker running loop, unless the run is stopping. Panics are recovered
+// further down, where the job can still report them.
+func (r *run[Req, Resp, Item]) guard(loop func(), job func()) {
 	returned := false
 	defer func() {
 		if returned {
 			return
-		}
-		r.stats.panics.Add(1)
-		if release {
-			r.pending.add(-1)
 		}
 		if !r.stopping.Load() {
 			r.wg.Add(1) // this goroutine's own count is still held
@@ -76,38 +39,25 @@ func (r *run[Req, Resp, Item]) guard(loop func(), release bool, job func()) {
 	returned = true
 }
 
-// download fetches one request and hands its response on. The request's
-// pending unit passes to the response, or is released on failure.
+// download fetches one request and hands its response on.
 func (r *run[Req, Resp, Item]) download(req Req) {
 	m, err := r.reg.Get(TypeDownloader)
 	if err != nil {
-		r.stats.requestsFailed.Add(1)
 		r.report(StageSchedule, "", err)
-		r.pending.add(-1)
 		return
 	}
 	d, ok := m.(Downloader[Req, Resp])
 	if !ok {
-		r.stats.requestsFailed.Add(1)
 		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not a Downloader of this scheduler's types", ErrInvalidModule, m.ID()))
-		r.pending.add(-1)
 		return
 	}
 	resp, err := r.callDownload(d, req)
 	if err != nil {
-		if r.ctx.Err() != nil {
-			r.stats.requestsCancelled.Add(1)
-		} else {
-			r.stats.requestsFailed.Add(1)
-		}
 		r.report(StageDownload, d.ID(), err)
-		r.pending.add(-1)
 		return
 	}
-	r.stats.requestsDownloaded.Add(1)
 	if err := r.resps.Put(r.ctx, resp); err != nil {
 		r.leaveResponses(resp)
-		r.pending.add(-1)
 		return
 	}
 	r.growAnalyze()
@@ -133,50 +83,37 @@ func (r *run[Req, Resp, Item]) analyzeLoop() {
 			r.leaveResponses(resp)
 			return
 		}
-		// analyze releases its unit in a deferred call, Goexit or not.
-		r.guard(r.analyzeLoop, false, func() { r.analyze(resp) })
+		r.guard(r.analyzeLoop, func() { r.analyze(resp) })
 	}
 }
 
-// analyze runs one analyzer on a response; admitted requests go back to the
-// request pool (via overflow when it is full) and items to the item pool. New
-// work is counted before the response's unit is released.
+// analyze runs one analyzer on a response; its items go to the item pool.
 func (r *run[Req, Resp, Item]) analyze(resp Resp) {
-	defer r.pending.add(-1)
-	r.stats.responsesAnalyzed.Add(1)
 	m, err := r.reg.Get(TypeAnalyzer)
 	if err != nil {
 		r.report(StageSchedule, "", err)
 		return
 	}
-	a, ok := m.(Analyzer[Req, Resp, Item])
+	a, ok := m.(Analyzer[Resp, Item])
 	if !ok {
 		r.report(StageSchedule, m.ID(), fmt.Errorf("%w: %s is not an Analyzer of this scheduler's types", ErrInvalidModule, m.ID()))
 		return
 	}
-	reqs, items, errs := r.callAnalyze(a, resp)
+	items, errs := r.callAnalyze(a, resp)
 	for _, err := range errs {
 		if err != nil {
 			r.report(StageAnalyze, a.ID(), err)
 		}
 	}
-	reqs = r.admitAll(reqs)
-	r.pending.add(int64(len(reqs) + len(items)))
-	r.stats.requestsAccepted.Add(uint64(len(reqs)))
-	r.stats.itemsAccepted.Add(uint64(len(items)))
-	for _, req := range reqs {
-		r.enqueue(req)
-	}
 	for i, item := range items {
 		if err := r.items.Put(r.ctx, item); err != nil {
 			r.leaveItems(items[i:]...)
-			r.pending.add(-int64(len(items) - i))
 			return
 		}
 	}
 }
 
-func (r *run[Req, Resp, Item]) callAnalyze(a Analyzer[Req, Resp, Item], resp Resp) (reqs []Req, items []Item, errs []error) {
+func (r *run[Req, Resp, Item]) callAnalyze(a Analyzer[Resp, Item], resp Resp) (items []Item, errs []error) {
 	defer func() {
 		if v := recover(); v != nil {
 			errs = append(errs, panicError(v))
@@ -196,13 +133,11 @@ func (r *run[Req, Resp, Item]) pipelineLoop() {
 			r.leaveItems(item)
 			return
 		}
-		r.guard(r.pipelineLoop, false, func() { r.process(item) })
+		r.guard(r.pipelineLoop, func() { r.process(item) })
 	}
 }
 
 func (r *run[Req, Resp, Item]) process(item Item) {
-	defer r.pending.add(-1)
-	defer r.stats.itemsDone.Add(1)
 	m, err := r.reg.Get(TypePipeline)
 	if err != nil {
 		r.report(StageSchedule, "", err)

@@ -11,10 +11,10 @@ func TestConstructorsRejectNil(t *testing.T) {
 	if _, err := NewDownloader[int, int]("", nil, nil); !errors.Is(err, ErrInvalidModule) {
 		t.Errorf("NewDownloader(nil) error = %v, want %v", err, ErrInvalidModule)
 	}
-	if _, err := NewAnalyzer[int, int, int]("", nil, nil); !errors.Is(err, ErrInvalidModule) {
+	if _, err := NewAnalyzer[int, int]("", nil, nil); !errors.Is(err, ErrInvalidModule) {
 		t.Errorf("NewAnalyzer(no parsers) error = %v, want %v", err, ErrInvalidModule)
 	}
-	if _, err := NewAnalyzer[int, int, int]("", nil, nil, nil); !errors.Is(err, ErrInvalidModule) {
+	if _, err := NewAnalyzer[int, int]("", nil, nil, nil); !errors.Is(err, ErrInvalidModule) {
 		t.Errorf("NewAnalyzer(nil parser) error = %v, want %v", err, ErrInvalidModule)
 	}
 	if _, err := NewPipeline[int]("", nil, false); !errors.Is(err, ErrInvalidModule) {
@@ -59,22 +59,22 @@ func TestDownloaderCounts(t *testing.T) {
 
 func TestAnalyzerFreshReaders(t *testing.T) {
 	var bodies []string
-	read := func(ctx context.Context, resp string, body io.Reader) ([]int, []int, []error) {
+	read := func(ctx context.Context, resp string, body io.Reader) ([]int, []error) {
 		b, err := io.ReadAll(body)
 		bodies = append(bodies, string(b))
-		return []int{len(b)}, []int{1}, []error{err}
+		return []int{len(b)}, []error{err}
 	}
-	boom := func(ctx context.Context, resp string, body io.Reader) ([]int, []int, []error) { panic("parser") }
-	a, err := NewAnalyzer[int, string, int]("", nil, func(s string) []byte { return []byte(s) }, read, boom, read)
+	boom := func(ctx context.Context, resp string, body io.Reader) ([]int, []error) { panic("parser") }
+	a, err := NewAnalyzer[string, int]("", nil, func(s string) []byte { return []byte(s) }, read, boom, read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, items, errs := a.Analyze(t.Context(), "hello")
+	items, errs := a.Analyze(t.Context(), "hello")
 	if len(bodies) != 2 || bodies[0] != "hello" || bodies[1] != "hello" {
 		t.Errorf("parsers read %q, want \"hello\" twice", bodies)
 	}
-	if len(reqs) != 2 || len(items) != 2 {
-		t.Errorf("Analyze() = %d reqs, %d items, want 2, 2", len(reqs), len(items))
+	if len(items) != 2 || items[0] != 5 || items[1] != 5 {
+		t.Errorf("Analyze() items = %v, want [5 5]", items)
 	}
 	var panics int
 	for _, err := range errs {
@@ -88,7 +88,7 @@ func TestAnalyzerFreshReaders(t *testing.T) {
 		t.Errorf("Analyze() reported %d panics, want 1", panics)
 	}
 	// A nil body func gives an empty reader.
-	a2, _ := NewAnalyzer[int, string, int]("", nil, nil, read)
+	a2, _ := NewAnalyzer[string, int]("", nil, nil, read)
 	bodies = nil
 	a2.Analyze(t.Context(), "ignored")
 	if len(bodies) != 1 || bodies[0] != "" {

@@ -1,0 +1,454 @@
+package magpie
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/magpiecrawl/magpie/internal/urlkey"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Admission: every way a request enters a crawl, in one file. The verbs:
+//
+//   - build: newRequest (and newRequestURL) make the Request.
+//   - check: admit runs every check (URL, robots.txt, MaxRequests, the
+//     visited set); unadmit undoes it.
+//   - enqueue: enqueue puts an admitted request into the running crawl's
+//     frontier, starting a crawl if none runs.
+//
+// enter is check then enqueue. Its callers are the doors: submit for a
+// top-level call (c.Visit and its kin, Request.Do, Retry, VisitSitemap; in
+// sync mode it waits for the crawl), submitChild for a link a callback found
+// (Request.Visit and its kin; it never waits), and the sitemaps robots.txt
+// names (sitemap.go). scrape, Colly's name, is build then submit. Every
+// refusal goes through refuse or refuseMarked (refusals.go).
+
+// scrape builds a request and submits it: the way in of c.Visit, c.Post,
+// c.Head and c.Request.
+func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header, checkRevisit bool) error {
+	req, err := c.newRequest(u, method, depth, body, ctx, hdr)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	req.checkRevisit = checkRevisit
+	return c.submit(req)
+}
+
+// submit admits req and hands it to the running crawl. In sync mode, outside
+// callbacks, it then waits for the crawl to finish.
+func (c *Collector) submit(req *Request) error {
+	cfg := c.config()
+	if cfg.async {
+		_, err := c.enter(cfg, req)
+		if err != nil {
+			c.refuseMarked(req, err)
+		}
+		return err
+	}
+	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
+	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
+	id := goroutineID()
+	_, nested := c.inCallback.Load(id)
+	r, err := c.enter(cfg, req)
+	if err != nil {
+		req.regionGID.Store(id) // its refusal's callbacks run on this goroutine
+		if nested {
+			c.refuseMarked(req, err)
+		} else {
+			c.withCallbackMarkID(id, func() { c.refuseMarked(req, err) })
+		}
+		return err
+	}
+	if nested {
+		return nil
+	}
+	c.waitRun(r)
+	return req.finalErr()
+}
+
+// submitChild admits a request made by Request.Visit and its kin, which never
+// wait for the crawl. Such calls come from callbacks, whose goroutine is
+// already marked in sync mode, so no goroutine-ID lookup is needed: this is
+// the hot path of a crawl (every link of every page passes here).
+func (c *Collector) submitChild(req *Request) error {
+	cfg := c.config()
+	// A link belongs to its parent's run: a queue run's storage takes it even
+	// while the run stops, and it is admitted for good when leased.
+	if req.parentRun != nil {
+		cfg = req.parentRun.cfg
+		req.entry.deferMark = req.parentRun.queueMode
+	}
+	_, err := c.enter(cfg, req)
+	if err != nil {
+		if req.entry.deferMark && errors.Is(err, ErrStorageUnavailable) {
+			// The outage reached OnError when it began, and the link is not
+			// lost: its parent's entry goes back to the queue.
+			c.logRefusal(req, err)
+			return err
+		}
+		c.refuseMarked(req, err)
+	}
+	return err
+}
+
+// newRequest builds a request; on error it still returns a request (with
+// whatever could be parsed) so that OnError can be told which one failed.
+func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	p, err := urlkey.Parse(u)
+	if err != nil {
+		req, _ := c.newRequestURL(&url.URL{Path: u}, method, depth, nil, ctx, hdr)
+		return req, fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	return c.newRequestURL(p, method, depth, body, ctx, hdr)
+}
+
+// newRequestURL is newRequest for a parsed URL, which the request keeps.
+func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	if ctx == nil {
+		ctx = NewContext()
+	}
+	if hdr == nil {
+		hdr = c.defaultHeaders()
+	}
+	req := &Request{
+		URL:       u,
+		Method:    method,
+		Headers:   &hdr,
+		Ctx:       ctx,
+		Depth:     depth,
+		ID:        c.nextID.Add(1),
+		collector: c,
+		stdCtx:    c.Context,
+		attempt:   1,
+	}
+	if h := hdr.Get("Host"); h != "" {
+		req.Host = h
+	}
+	if body != nil {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return req, fmt.Errorf("reading request body: %w", err)
+		}
+		req.bodyBytes = b
+		req.Body = bytes.NewReader(b)
+	}
+	return req, nil
+}
+
+// enter admits req and queues it; on failure nothing of the admission is left
+// and req.err holds the error.
+func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		req.err = err
+		return nil, err
+	}
+	r, err := c.enqueue(req, req.robotsWait)
+	if err != nil {
+		c.unadmit(req)
+		req.err = err
+		return nil, err
+	}
+	return r, nil
+}
+
+// admit runs every check a request must pass before it may wait in the
+// frontier. When it returns nil the request holds a MaxRequests slot and,
+// unless it bypasses the visited check, is marked visited.
+//
+// A request with deferMark set (a link found during a queue run) takes
+// neither: it is only checked against the visited set, and gets its slot and
+// its mark when its queue entry is leased. Marking at discovery would open a
+// window — mark written, entry not yet pushed — in which a crash loses the
+// page; marking at lease time leaves only duplicates in the queue, which the
+// lease refuses.
+func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
+	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
+		return err
+	}
+	c.shared.creds.noteStart(req)
+	if req.Method != "HEAD" && isWeb(req.URL) {
+		req.robotsUA = cfg.userAgentOf(*req.Headers)
+		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
+			var pending *robotsPendingError
+			var down *hostDownError
+			switch {
+			case errors.As(err, &pending):
+				// robots.txt is unreachable for now: the request waits in
+				// the frontier (holding no worker) and is checked again
+				// when it is due (see fetch).
+				req.robotsWait = pending.Until
+			case errors.As(err, &down):
+				// The host cannot be reached: not a refusal. The request
+				// goes on, is checked again before it is sent, and fails
+				// to OnError if the host is still down (see fetch).
+				req.robotsWait = time.Now()
+			default:
+				return err
+			}
+		}
+	}
+	req.visitKey = urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
+	if req.entry.deferMark {
+		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
+			// This check only saves queue space; the lease checks for good.
+			// A link batched with its page's other links is checked when
+			// the batch is stored, in the same round trip as the push.
+			// A failing visited set must not refuse the link (its parent's
+			// entry is acknowledged, so nothing would find it again): it is
+			// queued, at worst as a duplicate the lease refuses.
+			seen, err := c.storage().IsVisited(req.visitKey)
+			if err == nil && seen {
+				return &AlreadyVisitedError{Destination: req.URL}
+			}
+			if err != nil && c.debugEnabled() {
+				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
+			}
+		}
+		return nil
+	}
+	// A redelivered queue entry took its slot on its first delivery.
+	slot := !req.entry.redelivered
+	if slot && !c.reserveSlot(cfg) {
+		return ErrMaxRequests
+	}
+	if req.checkRevisit && !cfg.allowRevisit {
+		var added bool
+		var err error
+		if req.entry.premark == premarkAdded || req.entry.premark == premarkSeen {
+			// Marked with the rest of its queue Lease batch.
+			added = req.entry.premark == premarkAdded
+		} else {
+			added, err = c.markVisited(ctx, req.visitKey)
+		}
+		req.entry.premark = 0
+		if err == nil && !added && !req.entry.ownsMark {
+			err = &AlreadyVisitedError{Destination: req.URL}
+		} else if err != nil {
+			err = &StorageError{Op: "visited", Err: err}
+		}
+		if err != nil {
+			if slot {
+				c.releaseSlot()
+			}
+			return err
+		}
+		req.marked = true
+	}
+	return nil
+}
+
+// checkURL applies the checks that need only the URL and depth: scheme,
+// depth, URL filters and domain filters. Redirect hops run it too.
+func (cfg *config) checkURL(u *url.URL, depth int) error {
+	web := isWeb(u)
+	if !web && (u.Scheme == "" || cfg.otherScheme == nil || !cfg.otherScheme(u.Scheme)) {
+		return fmt.Errorf("%w: scheme %q in %q", ErrUnsupportedScheme, u.Scheme, u.Redacted())
+	}
+	hostname := u.Hostname()
+	if hostname == "" && web {
+		return fmt.Errorf("%w: no host in %q", ErrMissingURL, u.Redacted())
+	}
+	if cfg.maxDepth > 0 && depth > cfg.maxDepth {
+		return ErrMaxDepth
+	}
+	if len(cfg.disallowedURLs) > 0 || len(cfg.urlFilters) > 0 {
+		s := u.String()
+		for _, re := range cfg.disallowedURLs {
+			if re.MatchString(s) {
+				return ErrForbiddenURL
+			}
+		}
+		if len(cfg.urlFilters) > 0 && !slices.ContainsFunc(cfg.urlFilters, func(re *regexp.Regexp) bool { return re.MatchString(s) }) {
+			return ErrNoURLFiltersMatch
+		}
+	}
+	if hostname == "" {
+		return nil // a file:// URL: domain filters are about servers
+	}
+	host := asciiHost(hostname)
+	if slices.Contains(cfg.disallowedDomains, host) {
+		return ErrForbiddenDomain
+	}
+	if len(cfg.allowedDomains) > 0 && !slices.Contains(cfg.allowedDomains, host) {
+		return ErrForbiddenDomain
+	}
+	return nil
+}
+
+// isWeb reports whether u is an http or https URL, to which robots.txt and
+// host limits apply.
+func isWeb(u *url.URL) bool { return u.Scheme == "http" || u.Scheme == "https" }
+
+// userAgentOf is the User-Agent a request is sent with.
+func (cfg *config) userAgentOf(h map[string][]string) string {
+	if v, ok := h["User-Agent"]; ok {
+		if len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return cfg.userAgent
+}
+
+// checkRobots refuses u when robots.txt forbids it for userAgent, and hands
+// the host's Crawl-delay to the limiter.
+func (c *Collector) checkRobots(ctx context.Context, cfg *config, u *url.URL, userAgent string) error {
+	return c.checkRobotsFresh(ctx, cfg, u, userAgent, false)
+}
+
+// checkRobotsFresh is checkRobots; fresh asks a host known to be down again
+// (robotsCache.recheck).
+func (c *Collector) checkRobotsFresh(ctx context.Context, cfg *config, u *url.URL, userAgent string, fresh bool) error {
+	if cfg.ignoreRobots || !isWeb(u) {
+		return nil
+	}
+	check := c.shared.robots.check
+	if fresh {
+		check = c.shared.robots.recheck
+	}
+	allowed, delay, err := check(ctx, u, userAgent)
+	if err != nil {
+		var pending *robotsPendingError
+		var down *hostDownError
+		if ctx.Err() != nil || errors.As(err, &pending) || errors.As(err, &down) ||
+			errors.Is(err, ErrRobotsTxtUnavailable) || errors.Is(err, ErrPrivateNetwork) {
+			// Stopping (not the host failing), or the cache's own verdict.
+			return err
+		}
+		return fmt.Errorf("%w: robots.txt of %s: %w", ErrRobotsTxtUnavailable, u.Host, err)
+	}
+	if delay > 0 {
+		c.shared.limiter.SetCrawlDelay(u.Host, delay)
+	}
+	if !allowed {
+		return ErrRobotsTxtBlocked
+	}
+	return nil
+}
+
+// reserveSlot takes one of MaxRequests slots with a CAS loop, so that the
+// limit holds exactly however many goroutines admit at once.
+func (c *Collector) reserveSlot(cfg *config) bool {
+	for {
+		n := c.requestCount.Load()
+		if cfg.maxRequests > 0 && n >= cfg.maxRequests {
+			return false
+		}
+		if c.requestCount.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
+
+// markVisited adds key to the visited set in one atomic step and reports
+// whether this call added it.
+func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
+	st := c.storage()
+	if vs, ok := st.(storage.VisitedSet); ok {
+		added, err := vs.AddVisited(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		return len(added) == 1 && added[0], nil
+	}
+	// A Colly-style store has only IsVisited and Visited: serialise the pair
+	// in-process, which is exact for one process.
+	c.visitMu.Lock()
+	defer c.visitMu.Unlock()
+	seen, err := st.IsVisited(key)
+	if err != nil || seen {
+		return false, err
+	}
+	return true, st.Visited(key)
+}
+
+// enqueue puts an admitted request into the running crawl, starting one if
+// none runs.
+//
+// A request made from a callback goes to its parent's run: a queue run's
+// storage takes it even while the run stops (the parent is acknowledged and
+// will not rediscover it); a stopped in-memory run refuses it with
+// ErrStopped rather than starting a crawl nobody waits for.
+func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
+	if pr := req.parentRun; pr != nil {
+		if pr.queueMode {
+			if req.entry.parent != nil && req.entry.parent.finished.Load() && pr.ctx.Err() != nil {
+				// A callback abandoned as stuck came back after its
+				// run stopped: its page was released, not acknowledged,
+				// and finds the link again when fetched again.
+				return nil, ErrStopped
+			}
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		c.runMu.Lock()
+		if c.run == pr {
+			defer c.runMu.Unlock()
+			return pr, pr.front.push(pr.ctx, req, notBefore)
+		}
+		if pr.aborted.Load() {
+			c.runMu.Unlock()
+			return nil, ErrStopped
+		}
+		// The parent's crawl finished on its own, so no callback of it runs:
+		// this Visit comes from user code holding on to an old request, and
+		// starts (or joins) a crawl like c.Visit.
+		c.runMu.Unlock()
+	}
+	c.runMu.Lock()
+	r := c.run
+	if r == nil {
+		var err error
+		cfg := c.snapshot()
+		r, err = c.startRun(cfg, newMemFrontier(pendingBound(cfg.maxPending)), cfg.workers, false)
+		if err != nil {
+			c.runMu.Unlock()
+			return nil, err
+		}
+		c.run = r
+	}
+	if r.queueMode {
+		c.runMu.Unlock()
+		return r, r.front.push(r.ctx, req, notBefore)
+	}
+	// The in-memory push is quick and never blocks; doing it under runMu
+	// means a run is never stopped between "found running" and "pushed".
+	defer c.runMu.Unlock()
+	return r, r.front.push(r.ctx, req, notBefore)
+}
+
+// unadmit undoes admit for a request that could not be queued after all.
+func (c *Collector) unadmit(req *Request) {
+	if req.entry.deferMark {
+		return // it took no slot and no mark
+	}
+	c.releaseSlot()
+	c.forgetVisited(req)
+}
+
+// forgetVisited removes a failed request's visited mark so that it may be
+// tried again later.
+func (c *Collector) forgetVisited(req *Request) {
+	if !req.marked {
+		return
+	}
+	req.marked = false
+	keys := append([]uint64{req.visitKey}, req.redirectKeys...)
+	req.redirectKeys = nil
+	if vs, ok := c.storage().(storage.VisitedSet); ok {
+		if err := vs.RemoveVisited(context.Background(), keys...); err != nil {
+			c.logger.Warn("forgetting a failed request", "url", req.URL.Redacted(), "err", err)
+		}
+	}
+}

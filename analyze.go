@@ -1,0 +1,238 @@
+package magpie
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
+	"github.com/antchfx/htmlquery"
+	"github.com/antchfx/xmlquery"
+	"github.com/magpiecrawl/magpie/internal/urlkey"
+	"golang.org/x/net/html"
+)
+
+// analyze is the analysis stage of one response: OnError, or OnResponse,
+// OnHTML, OnXML and OnScraped; then the request is finished. Children that
+// callbacks admit are counted before their parent finishes, so the crawl
+// cannot look idle in between.
+func (c *Collector) analyze(r *run, resp *Response) []item {
+	req := resp.Request
+	if resp.aborted {
+		r.finish(req, nil)
+		return nil
+	}
+	if resp.err != nil {
+		if pending, ok := errors.AsType[*robotsPendingError](resp.err); ok && r.waitRobots(resp, pending.Until) {
+			return nil
+		}
+		if rf, ok := errors.AsType[*refusedInFetch](resp.err); ok {
+			c.deliverRefusal(req, rf.err)
+			r.finish(req, rf.err)
+			return nil
+		}
+		if r.maybeRetry(resp) {
+			return nil
+		}
+		err := resp.err
+		if req.attempt > 1 {
+			err = &RetryError{Attempts: req.attempt, Err: err}
+		}
+		if c.debugEnabled() {
+			c.logger.Debug("request failed", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
+		}
+		c.handleOnError(resp, err)
+		r.finish(req, err)
+		return nil
+	}
+	if c.debugEnabled() {
+		c.logger.Debug("response", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
+	}
+	if req.sitemap {
+		r.finish(req, c.readSitemap(r.cfg, resp))
+		return nil
+	}
+	err := c.runResponseCallbacks(resp)
+	if values := resp.takeItems(); len(values) > 0 {
+		// The page finishes when its items are through the pipelines.
+		return r.holdForItems(resp, err, values)
+	}
+	r.finish(req, err)
+	return nil
+}
+
+// runResponseCallbacks runs OnResponse, OnHTML, OnXML and OnScraped for a
+// successful response. Every error goes to OnError; the first is returned.
+func (c *Collector) runResponseCallbacks(resp *Response) error {
+	cbs := c.snapshotCallbacks()
+	var firstErr error
+	report := func(err error) {
+		if err == nil {
+			return
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		c.handleOnError(resp, err)
+	}
+	if c.debugging() {
+		c.emit(evResponse, resp.Request, responseValues(resp, nil))
+	}
+	for _, f := range cbs.response {
+		report(c.safelyAt(resp.Request, &labelOnResponse, func() { f(resp) }))
+	}
+	c.runDocumentCallbacks(cbs, resp, report)
+	if c.debugging() {
+		c.emit(evScraped, resp.Request, map[string]string{"url": logURL(resp.Request)})
+	}
+	for _, f := range cbs.scraped {
+		report(c.safelyAt(resp.Request, &labelOnScraped, func() { f(resp) }))
+	}
+	if slices.ContainsFunc(cbs.html, func(cb *htmlCallback) bool { return cb.detached.Load() }) ||
+		slices.ContainsFunc(cbs.xml, func(cb *xmlCallback) bool { return cb.detached.Load() }) {
+		c.purgeDetached()
+	}
+	return firstErr
+}
+
+// baseHrefMatcher finds the <base href> that relative links resolve against;
+// compiled once, as goquery's Find would compile it for every page.
+var baseHrefMatcher = cascadia.MustCompile("base[href]")
+
+// runDocumentCallbacks runs OnHTML and OnXML. An HTML body is parsed once and
+// shared by goquery and htmlquery; XML bodies go to xmlquery.
+func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report func(error)) {
+	if len(cbs.html) == 0 && len(cbs.xml) == 0 {
+		return
+	}
+	ct := ""
+	if resp.Headers != nil {
+		ct = strings.ToLower(resp.Headers.Get("Content-Type"))
+	}
+	if ct == "" {
+		ct = http.DetectContentType(resp.Body)
+	}
+	req := resp.Request
+	path := strings.ToLower(req.URL.Path)
+	isHTML := strings.Contains(ct, "text/html") || strings.Contains(ct, "application/xhtml+xml")
+	isXML := !isHTML && (strings.Contains(ct, "xml") || strings.HasSuffix(path, ".xml") || strings.HasSuffix(path, ".xml.gz"))
+	switch {
+	case isHTML:
+		root, err := html.Parse(bytes.NewReader(resp.Body))
+		if err != nil {
+			// x/net/html refuses more than 512 open elements; browsers
+			// render such pages, so parse them again flattened.
+			root, err = html.Parse(bytes.NewReader(flattenHTML(resp.Body, maxHTMLNesting)))
+			resp.Flattened = err == nil
+		}
+		if err != nil {
+			report(fmt.Errorf("parsing HTML: %w", err))
+			return
+		}
+		doc := goquery.NewDocumentFromNode(root)
+		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
+			href, _ := attrOf(base.Attr, "href")
+			// Resolved as a browser does: the WHATWG parser drops tabs and
+			// newlines inside the href, which net/url refuses.
+			if b, err := urlkey.Resolve(req.URL, strings.TrimSpace(href)); err == nil {
+				req.baseURL = b
+			}
+		}
+		for _, cb := range cbs.html {
+			i := 0
+			doc.FindMatcher(cb.matcher).Each(func(_ int, s *goquery.Selection) {
+				for _, n := range s.Nodes {
+					if cb.detached.Load() {
+						return
+					}
+					e := NewHTMLElementFromSelectionNode(resp, s, n, i)
+					if c.debugging() {
+						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
+					}
+					i++
+					report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+				}
+			})
+		}
+		for _, cb := range cbs.xml {
+			for i, n := range htmlquery.QuerySelectorAll(root, cb.expr) {
+				if cb.detached.Load() {
+					break
+				}
+				e := NewXMLElementFromHTMLNode(resp, n)
+				if c.debugging() {
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
+				}
+				e.Index = i
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+			}
+		}
+	case isXML && len(cbs.xml) > 0:
+		doc, err := xmlquery.Parse(bytes.NewReader(resp.Body))
+		if err != nil {
+			report(fmt.Errorf("parsing XML: %w", err))
+			return
+		}
+		for _, cb := range cbs.xml {
+			for i, n := range xmlquery.QuerySelectorAll(doc, cb.expr) {
+				if cb.detached.Load() {
+					break
+				}
+				e := NewXMLElementFromXMLNode(resp, n)
+				if c.debugging() {
+					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
+				}
+				e.Index = i
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+			}
+		}
+	}
+}
+
+// analyze is the scheduler's parser: it runs the response callbacks and
+// finishes the request.
+func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]item, []error) {
+	req := resp.Request
+	switch {
+	case req.finished.Load():
+		return nil, nil // abandoned in the download stage
+	case errors.Is(resp.err, errNotStarted):
+		r.finish(req, resp.err)
+		return nil, nil
+	}
+	var items []item
+	g, ok := r.guard(req, "engine", func() {
+		r.c.markCallbacksFor(req, func() { items = r.c.analyze(r, resp) })
+	})
+	if ok && g.exitErr != nil {
+		// runtime.Goexit in a callback (or an escaped panic, a bug):
+		// the request never reached finish.
+		r.abandon(req, resp, g.exitErr)
+		return nil, nil
+	}
+	if !ok {
+		return nil, nil // finished as stuck
+	}
+	return items, nil
+}
+
+// analyzeLeftovers runs the callbacks of responses that were downloaded
+// completely but not analyzed when the run stopped, so that a stopped queue
+// run does not fetch them again when it resumes. Their entries are then
+// acknowledged; the rest of the leftovers are released by front.close.
+func (r *run) analyzeLeftovers() {
+	for _, resp := range r.sched.Leftovers().Responses {
+		if resp == nil || resp.err != nil || resp.aborted {
+			continue
+		}
+		r.guard(resp.Request, "engine", func() {
+			r.c.markCallbacksFor(resp.Request, func() { r.c.analyze(r, resp) })
+		})
+	}
+}
