@@ -191,7 +191,8 @@ func BenchmarkVisitDuplicate(b *testing.B) {
 	srv := newBenchSite(b, 1)
 	c := NewCollector(Async(true), IgnoreRobotsTxt())
 	var refused atomic.Int64
-	c.OnError(func(_ *Response, err error) {
+	// Refusals go to OnRefused (OnError is for requests that were sent).
+	c.OnRefused(func(_ *Request, err error) {
 		if _, ok := errors.AsType[*AlreadyVisitedError](err); ok {
 			refused.Add(1)
 		}
@@ -212,7 +213,7 @@ func BenchmarkVisitDuplicate(b *testing.B) {
 		}
 	}
 	if refused.Load() == 0 {
-		b.Fatal("OnError saw no AlreadyVisitedError")
+		b.Fatal("OnRefused saw no AlreadyVisitedError")
 	}
 }
 

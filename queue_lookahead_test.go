@@ -204,7 +204,10 @@ func TestRunQueueLookaheadBoundedForOneHost(t *testing.T) {
 // and is leased (and fetched) a second time.
 func TestRunQueueRenewsWaitingLeases(t *testing.T) {
 	old := queueLeaseTTL
-	queueLeaseTTL = 300 * time.Millisecond
+	// Short enough that the waits below span several leases, long enough
+	// that a renewal (every third of it) late by a loaded machine's
+	// scheduling still comes in time.
+	queueLeaseTTL = 1200 * time.Millisecond
 	t.Cleanup(func() { queueLeaseTTL = old })
 	h := newHostServer(t, false, nil)
 	q := &countingQueue{Queue: storage.NewMemoryQueue(0)}
@@ -213,8 +216,8 @@ func TestRunQueueRenewsWaitingLeases(t *testing.T) {
 		pushURL(t, q, fmt.Sprintf("%s/p/%d", h.URL, i))
 	}
 	c := NewCollector(IgnoreRobotsTxt())
-	// 8 pages 150 ms apart: the last waits about 1 s, over 3 TTLs.
-	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 150 * time.Millisecond}); err != nil {
+	// 8 pages 500 ms apart: the last waits about 3.5 s, about 3 TTLs.
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1, Delay: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	// Expired leases would be leased again and again: a deadline turns

@@ -178,7 +178,9 @@ func TestSelects(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	s := newSite(t)
 	t.Run("network never idle", func(t *testing.T) {
-		r, _ := newRenderer(t, Match(`/js/`), Timeout(2*time.Second))
+		// The timeout also bounds /js/p1, which must render: long enough
+		// for a browser on a loaded machine, short enough for a test.
+		r, _ := newRenderer(t, Match(`/js/`), Timeout(6*time.Second))
 		cr := newCrawler(r)
 		if err := cr.Visit(s.URL + "/js/forever"); err != nil {
 			t.Fatal(err)
