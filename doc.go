@@ -54,7 +54,10 @@
 //
 // # Concurrency
 //
-// Callbacks run on the engine's workers, several at once; guard shared state.
+// Callbacks run on the engine's workers. An async collector's run several at
+// once (as do a queue run's with more than one thread): guard shared state. A
+// sync collector's callbacks take turns, as in Colly, while downloads
+// overlap; ConcurrentCallbacks lets them run at once too.
 // A Visit from inside a callback never waits. In sync mode (the default) a
 // top-level Visit returns when the crawl it started is done; with Async, Visit
 // returns once admitted and Wait returns when the crawl is done. Stop cancels
