@@ -573,10 +573,15 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 			// OnRefused added with AddURL is stored first.
 			added := f.addsCount()
 			defer func() {
+				ack := true
 				if f.addsCount() != added {
-					_, _ = f.flushAdds(ctx)
+					// Not stored: the entry comes back rather than be
+					// acknowledged ahead of what its OnRefused added.
+					if _, ferr := f.flushAdds(ctx); ferr != nil {
+						ack = false
+					}
 				}
-				f.settle(ctx, e.ID, req, true)
+				f.settle(ctx, e.ID, req, ack)
 			}()
 			f.c.refuse(req, err)
 			return nil, errRefused
