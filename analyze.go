@@ -58,7 +58,7 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 		r.finish(req, c.readSitemap(r.cfg, resp))
 		return nil
 	}
-	err := c.runResponseCallbacks(resp)
+	err := c.runResponseCallbacks(resp, r.cfg.streamHTML)
 	if values := resp.takeItems(); len(values) > 0 {
 		// The page finishes when its items are through the pipelines.
 		return r.holdForItems(resp, err, values)
@@ -69,7 +69,7 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 
 // runResponseCallbacks runs OnResponse, OnHTML, OnXML and OnScraped for a
 // successful response. Every error goes to OnError; the first is returned.
-func (c *Collector) runResponseCallbacks(resp *Response) error {
+func (c *Collector) runResponseCallbacks(resp *Response, stream bool) error {
 	cbs := c.snapshotCallbacks()
 	var firstErr error
 	report := func(err error) {
@@ -87,7 +87,7 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 	for _, f := range cbs.response {
 		report(c.safelyAt(resp.Request, &labelOnResponse, func() { f(resp) }))
 	}
-	c.runDocumentCallbacks(cbs, resp, report)
+	c.runDocumentCallbacks(cbs, resp, stream, report)
 	if c.debugging() {
 		c.emit(evScraped, resp.Request, map[string]string{"url": logURL(resp.Request)})
 	}
@@ -105,9 +105,10 @@ func (c *Collector) runResponseCallbacks(resp *Response) error {
 // compiled once, as goquery's Find would compile it for every page.
 var baseHrefMatcher = cascadia.MustCompile("base[href]")
 
-// runDocumentCallbacks runs OnHTML and OnXML. An HTML body is parsed once and
-// shared by goquery and htmlquery; XML bodies go to xmlquery.
-func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report func(error)) {
+// runDocumentCallbacks runs OnHTML and OnXML. An HTML body is streamed
+// (StreamHTML) or parsed once and shared by goquery and htmlquery; XML
+// bodies go to xmlquery.
+func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream bool, report func(error)) {
 	if len(cbs.html) == 0 && len(cbs.xml) == 0 {
 		return
 	}
@@ -124,6 +125,14 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 	isXML := !isHTML && (strings.Contains(ct, "xml") || strings.HasSuffix(path, ".xml") || strings.HasSuffix(path, ".xml.gz"))
 	switch {
 	case isHTML:
+		if stream && cbs.streamTags != nil && len(cbs.xml) == 0 {
+			if page, ok := streamHTML(resp.Body, cbs.html, cbs.streamTags); ok {
+				c.counts.streamed.Add(1)
+				c.runStreamed(cbs, resp, page, report)
+				return
+			}
+			c.counts.parsedWhole.Add(1)
+		}
 		root, err := html.Parse(bytes.NewReader(resp.Body))
 		if err != nil {
 			// x/net/html refuses more than 512 open elements; browsers
@@ -138,11 +147,7 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 		doc := goquery.NewDocumentFromNode(root)
 		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
 			href, _ := attrOf(base.Attr, "href")
-			// Resolved as a browser does: the WHATWG parser drops tabs and
-			// newlines inside the href, which net/url refuses.
-			if b, err := urlkey.Resolve(req.URL, strings.TrimSpace(href)); err == nil {
-				req.baseURL = b
-			}
+			setBase(req, href)
 		}
 		for _, cb := range cbs.html {
 			i := 0
@@ -191,6 +196,37 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, report 
 				e.Index = i
 				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 			}
+		}
+	}
+}
+
+// setBase makes href, a <base href>, what req's relative links resolve
+// against. It is resolved as a browser does: the WHATWG parser drops tabs
+// and newlines inside the href, which net/url refuses.
+func setBase(req *Request, href string) {
+	if b, err := urlkey.Resolve(req.URL, strings.TrimSpace(href)); err == nil {
+		req.baseURL = b
+	}
+}
+
+// runStreamed runs the OnHTML callbacks on what streamHTML matched, in the
+// order the parsed document would give: callback by callback, each over its
+// elements in document order.
+func (c *Collector) runStreamed(cbs *callbacks, resp *Response, page streamPage, report func(error)) {
+	req := resp.Request
+	if page.hasBase {
+		setBase(req, page.base)
+	}
+	for k, cb := range cbs.html {
+		for i, n := range page.matches[k] {
+			if cb.detached.Load() {
+				break
+			}
+			e := NewHTMLElementFromSelectionNode(resp, goquery.NewDocumentFromNode(n).Selection, n, i)
+			if c.debugging() {
+				c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
+			}
+			report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 		}
 	}
 }

@@ -104,25 +104,32 @@ func benchResponse(tb testing.TB, c *Collector) *Response {
 var benchSink string
 
 // BenchmarkAnalyzeHTML is the analysis of one 16 KiB page with one
-// OnHTML("a[href]") callback: parse, selection, HTMLElement construction and
-// dispatch.
+// OnHTML("a[href]") callback: parse (or stream, with StreamHTML), selection,
+// HTMLElement construction and dispatch.
 func BenchmarkAnalyzeHTML(b *testing.B) {
-	c := NewCollector()
-	links := 0
-	c.OnHTML("a[href]", func(e *HTMLElement) {
-		benchSink = e.Request.AbsoluteURL(e.Attr("href"))
-		links++
-	})
-	resp := benchResponse(b, c)
-	b.SetBytes(int64(len(resp.Body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.runResponseCallbacks(resp); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if links == 0 {
-		b.Fatal("OnHTML never ran")
+	for _, stream := range []bool{false, true} {
+		b.Run(map[bool]string{false: "parse", true: "stream"}[stream], func(b *testing.B) {
+			c := NewCollector()
+			links := 0
+			c.OnHTML("a[href]", func(e *HTMLElement) {
+				benchSink = e.Request.AbsoluteURL(e.Attr("href"))
+				links++
+			})
+			resp := benchResponse(b, c)
+			b.SetBytes(int64(len(resp.Body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.runResponseCallbacks(resp, stream); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if links == 0 {
+				b.Fatal("OnHTML never ran")
+			}
+			if stream && c.Stats().HTMLStreamed == 0 {
+				b.Fatal("the page was not streamed")
+			}
+		})
 	}
 }
 
@@ -134,7 +141,7 @@ func BenchmarkAnalyzeNoDocumentCallbacks(b *testing.B) {
 	resp := benchResponse(b, c)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.runResponseCallbacks(resp); err != nil {
+		if err := c.runResponseCallbacks(resp, false); err != nil {
 			b.Fatal(err)
 		}
 	}

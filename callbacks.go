@@ -67,6 +67,10 @@ type callbacks struct {
 	err             []ErrorCallback
 	refused         []RefusedCallback
 	scraped         []ScrapedCallback
+	// streamTags are the tag names the OnHTML selectors name when every
+	// one of them can be matched from a start tag alone (StreamHTML); nil
+	// otherwise.
+	streamTags []string
 }
 
 type callbackCounts struct{ request, html, response, err int }
@@ -191,7 +195,26 @@ func (c *Collector) updateCallbacks(f func(*callbacks)) {
 	n.err = slices.Clip(n.err)
 	n.scraped = slices.Clip(n.scraped)
 	f(&n)
+	n.streamTags = streamTagsOf(n.html)
 	c.cbs.Store(&n)
+}
+
+// streamTagsOf returns the union of the selectors' tag names, or nil when a
+// selector needs the whole document.
+func streamTagsOf(cbs []*htmlCallback) []string {
+	var union []string
+	for _, cb := range cbs {
+		tags, ok := streamTags(cb.selector)
+		if !ok {
+			return nil
+		}
+		for _, t := range tags {
+			if !slices.Contains(union, t) {
+				union = append(union, t)
+			}
+		}
+	}
+	return union
 }
 
 // purgeDetached drops detached OnHTML/OnXML entries.

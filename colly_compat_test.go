@@ -58,7 +58,7 @@ func TestCollectorInitResets(t *testing.T) {
 // its doc says, including those kept only in unexported settings.
 func TestCollectorInitResetsOptions(t *testing.T) {
 	c := NewCollector(Workers(4), MaxParked(8), QueueLookahead(64), RetryPolicy(RetryOptions{MaxAttempts: 3}),
-		MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), SitemapsFromRobots(), ProgressInterval(time.Minute))
+		MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), SitemapsFromRobots(), ProgressInterval(time.Minute), StreamHTML())
 	c.Init()
 	s := c.settings
 	s.logger = nil
@@ -68,8 +68,8 @@ func TestCollectorInitResetsOptions(t *testing.T) {
 	if c.logger == nil {
 		t.Error("logger after Init is nil, want the silent default")
 	}
-	n := NewCollector(MaxPending(5), StopGrace(3*time.Second), BusyRetries(2)).Clone()
-	if n.maxPending != 5 || n.stopGrace != 3*time.Second || n.busyRetries != 2 {
+	n := NewCollector(MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), StreamHTML()).Clone()
+	if n.maxPending != 5 || n.stopGrace != 3*time.Second || n.busyRetries != 2 || !n.streamHTML {
 		t.Errorf("Clone settings = %+v, want the original's", n.settings)
 	}
 }

@@ -38,6 +38,8 @@ type settings struct {
 	// progressEvery is ProgressInterval's period (0: no progress line).
 	progressEvery      time.Duration
 	sitemapsFromRobots bool
+	// streamHTML is set by StreamHTML.
+	streamHTML bool
 }
 
 // defaultSettings are NewCollector's (and Init's): a silent logger, every

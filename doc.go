@@ -46,6 +46,8 @@
 //	             http_backend.go    the HTTP client: cookies, proxy, redirect policy, one round trip
 //	             fetcher.go, cache.go, decode.go   the Fetcher hook, CacheDir, body decoding
 //	analysis     analyze.go         the response callbacks, then the request is finished
+//	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
+//	                                which selectors can)
 //	             retry.go           RetryPolicy, BusyRetries, and waits for robots.txt
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue

@@ -58,6 +58,13 @@ type Stats struct {
 	BusyRetries uint64 `json:"busy_retries"`
 	// RobotsFetches counts robots.txt fetches.
 	RobotsFetches uint64 `json:"robots_fetches"`
+	// HTMLStreamed counts the HTML pages whose OnHTML selectors were
+	// matched while tokenizing (StreamHTML); HTMLParsedWhole those that
+	// StreamHTML had to parse whole because their tree is not the nesting
+	// of their tags. Both stay 0 without StreamHTML or when a selector or an
+	// OnXML callback needs the whole document.
+	HTMLStreamed    uint64 `json:"html_streamed"`
+	HTMLParsedWhole uint64 `json:"html_parsed_whole"`
 	// ItemsScraped, ItemsDropped and ItemsFailed count the items that
 	// passed every pipeline, that a processor dropped (ErrDropItem), and
 	// that a processor failed.
@@ -74,6 +81,9 @@ type Stats struct {
 type counters struct {
 	bytes, retries, robots atomic.Uint64
 	busyRetries            atomic.Uint64
+	// streamed and parsedWhole count the HTML pages StreamHTML matched
+	// while tokenizing and those it had to parse whole.
+	streamed, parsedWhole atomic.Uint64
 	// sent counts requests sent (Stats.Requests).
 	sent    atomic.Uint64
 	started atomic.Int64 // unix nanoseconds of the first crawl
@@ -100,6 +110,7 @@ func (c *Collector) Stats() Stats {
 		Requests: uint32(c.counts.sent.Load()), Responses: c.responseCount.Load(),
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
 		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
+		HTMLStreamed: c.counts.streamed.Load(), HTMLParsedWhole: c.counts.parsedWhole.Load(),
 		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
 	}
@@ -134,6 +145,9 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "items: %d scraped, %d dropped, %d failed; retries %d, busy retries %d; robots.txt fetches %d\n",
 		s.ItemsScraped, s.ItemsDropped, s.ItemsFailed, s.Retries, s.BusyRetries, s.RobotsFetches)
 	fmt.Fprintf(&b, "refused: %s; fragment links %d\n", sortedCounts(s.Refused), s.FragmentLinks)
+	if s.HTMLStreamed+s.HTMLParsedWhole > 0 {
+		fmt.Fprintf(&b, "StreamHTML: %d pages streamed, %d parsed whole\n", s.HTMLStreamed, s.HTMLParsedWhole)
+	}
 	fmt.Fprintf(&b, "pending %d, parked %d", s.Pending, s.Parked)
 	for _, h := range s.Hosts {
 		fmt.Fprintf(&b, "\n  %s: %d in flight, %d waiting", h.Host, h.InFlight, h.Waiting)

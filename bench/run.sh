@@ -11,7 +11,7 @@
 #   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
 #                  scenarios "storage", "cluster" and "issue20" (see below) are never run by default
 #   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
-#                  and issue 20's (*-queue-add*, which run in the issue20 scenario or when named here);
+#                  and issue 20's (*-queue-add* and *-stream, which run in the issue20 scenario or when named here);
 #                  magpie-queue-redis (the queue on redisstore) starts a redis-server of its own
 #                  (or uses $REDIS_ADDR) and is left out of the default when redis-server is missing
 #   TP_LATENCIES="0ms 5ms"        the throughput scenario's site latencies
@@ -55,7 +55,8 @@
 # 0 ms latency, $I20_P threads or workers (default 64), then the crawlers of
 # $I20_RSS_IMPLS on $I20_RSS_PAGES pages (default 200,000; QUICK: 10,000), $MEM_RUNS
 # round(s), for their peak RSS. Defaults:
-#   I20_IMPLS="raw colly-async magpie-async magpie-queue magpie-queue-add
+#   I20_IMPLS="raw colly-async magpie-async magpie-async-stream magpie-queue
+#              magpie-queue-add magpie-queue-add-stream
 #              magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis
 #              magpie-queue-add-redis"
 #   I20_RSS_IMPLS="magpie-queue magpie-queue-add colly-queue-add"
@@ -111,7 +112,7 @@ else
 	I20_RSS_PAGES=${I20_RSS_PAGES:-200000}
 fi
 I20_P=${I20_P:-64}
-I20_IMPLS=${I20_IMPLS:-"raw colly-async magpie-async magpie-queue magpie-queue-add magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis magpie-queue-add-redis"}
+I20_IMPLS=${I20_IMPLS:-"raw colly-async magpie-async magpie-async-stream magpie-queue magpie-queue-add magpie-queue-add-stream magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis magpie-queue-add-redis"}
 I20_RSS_IMPLS=${I20_RSS_IMPLS:-"magpie-queue magpie-queue-add colly-queue-add"}
 CL_HOSTS=${CL_HOSTS:-20}
 CL_P=${CL_P:-8}
@@ -159,13 +160,13 @@ if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 	rm -rf "$bin/old/bench"
 	mkdir -p "$bin/old/bench"
 	tar -C "$here" --exclude=results.jsonl -cf - . | tar -x -C "$bin/old/bench"
-	(cd "$bin/old/bench/magpie" && go build -o "$bin/crawl-magpie-old" .)
+	(cd "$bin/old/bench/magpie" && go build -tags magpie_old -o "$bin/crawl-magpie-old" .)
 	all_impls="$all_impls $("$bin/crawl-magpie-old" -list | tr ' ' '\n' | grep '^magpie-' | sed 's/$/@old/' | tr '\n' ' ')"
 fi
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
 # issue 20's Colly-idiom queue crawlers (*-queue-add*) to its scenario.
-default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' -e '-queue-add' | tr '\n' ' ')
+default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' -e '-queue-add' -e '-stream$' | tr '\n' ' ')
 if [[ -z $REDIS_ADDR ]] && ! command -v redis-server >/dev/null 2>&1; then
 	default_impls=$(echo $default_impls | tr ' ' '\n' | grep -v '^magpie-queue-redis' | tr '\n' ' ')
 	all_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-queue-redis' -e '^magpie-queue-add-redis' | tr '\n' ' ')
@@ -569,7 +570,7 @@ if [[ $new_i20 == 1 ]]; then
 		echo "(queue threads, or the async collector's \`Workers\` and LimitRule Parallelism). \`magpie-queue-add*\` and"
 		echo "\`colly-queue-add\` are the queue crawl as Colly programs write it: \`q.AddURL(e.Request.AbsoluteURL(href))\`"
 		echo "from \`OnHTML\`, nothing filtered first; \`magpie-queue*\` hand links to \`e.Request.Visit\`; \`colly-queue\`"
-		echo "filters with \`HasVisited\` before \`AddURL\`. allocs/page = \`runtime.MemStats.Mallocs\` of the crawl process"
+		echo "filters with \`HasVisited\` before \`AddURL\`; \`*-stream\` are the same crawlers with \`StreamHTML()\`. allocs/page = \`runtime.MemStats.Mallocs\` of the crawl process"
 		echo "around the crawl ÷ pages. CPU s and peak RSS are the crawl process's (\`getrusage\`)."
 		echo
 		"$bin/report" <"$i20_jsonl"

@@ -139,8 +139,9 @@ func crawlMagpieQueueAdd(ctx context.Context, cfg harness.Config, n *harness.Cou
 }
 
 // crawlQueueAddOn runs crawlMagpieQueueAdd's crawl on the queue storage qs,
-// with visited as the collector's visited set unless nil, from the seed.
-func crawlQueueAddOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs queue.Storage, visited storage.Storage) error {
+// with visited as the collector's visited set unless nil, from the seed;
+// opts are the collector's further options.
+func crawlQueueAddOn(ctx context.Context, cfg harness.Config, n *harness.Counters, qs queue.Storage, visited storage.Storage, opts ...magpie.CollectorOption) error {
 	q, err := queue.New(cfg.P, qs)
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func crawlQueueAddOn(ctx context.Context, cfg harness.Config, n *harness.Counter
 		if err := q.AddURL(u); err != nil {
 			countError(n, u, err)
 		}
-	})
+	}, opts...)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,8 @@
 //
 // Metrics (all prefixed magpie_): requests_total, responses_total{code},
 // response_bytes_total, items_total{outcome}, refused_total{reason},
-// retries_total, busy_retries_total, robots_fetches_total, pending, parked, and inflight{host}
+// retries_total, busy_retries_total, robots_fetches_total, html_pages_total{how} (StreamHTML's
+// "streamed" and "parsed_whole"), pending, parked, and inflight{host}
 // and waiting{host} for at most the 50 busiest hosts, so that a crawl of
 // many hosts cannot blow up the label space.
 package prometheus
@@ -24,8 +25,8 @@ import (
 type Collector struct {
 	c *magpie.Collector
 
-	requests, responses, bytes, items, refused, retries, busy, robots *prom.Desc
-	pending, parked, inflight, waiting                                *prom.Desc
+	requests, responses, bytes, items, refused, retries, busy, robots, html *prom.Desc
+	pending, parked, inflight, waiting                                      *prom.Desc
 }
 
 // New returns a Prometheus collector for c; register it with a registry.
@@ -43,6 +44,7 @@ func New(c *magpie.Collector) *Collector {
 		retries:   d("retries_total", "Requests sent again by the retry policy."),
 		busy:      d("busy_retries_total", "Requests sent again after a 429, or a 503 with Retry-After (BusyRetries)."),
 		robots:    d("robots_fetches_total", "robots.txt fetches."),
+		html:      d("html_pages_total", "HTML pages under StreamHTML, by how their OnHTML selectors were matched (streamed, parsed_whole).", "how"),
 		pending:   d("pending", "Requests admitted and not finished."),
 		parked:    d("parked", "Requests waiting in the politeness gate."),
 		inflight:  d("inflight", "Requests in flight, for the busiest hosts.", "host"),
@@ -53,7 +55,7 @@ func New(c *magpie.Collector) *Collector {
 // Describe sends the metrics' descriptions.
 func (m *Collector) Describe(ch chan<- *prom.Desc) {
 	for _, d := range []*prom.Desc{m.requests, m.responses, m.bytes, m.items, m.refused, m.retries, m.busy, m.robots,
-		m.pending, m.parked, m.inflight, m.waiting} {
+		m.html, m.pending, m.parked, m.inflight, m.waiting} {
 		ch <- d
 	}
 }
@@ -81,6 +83,8 @@ func (m *Collector) Collect(ch chan<- prom.Metric) {
 	counter(m.retries, float64(st.Retries))
 	counter(m.busy, float64(st.BusyRetries))
 	counter(m.robots, float64(st.RobotsFetches))
+	counter(m.html, float64(st.HTMLStreamed), "streamed")
+	counter(m.html, float64(st.HTMLParsedWhole), "parsed_whole")
 	gauge(m.pending, float64(st.Pending))
 	gauge(m.parked, float64(st.Parked))
 	for _, h := range st.Hosts {

@@ -36,7 +36,7 @@ func TestHandlerMatchesStats(t *testing.T) {
 		}
 	}))
 	defer site.Close()
-	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt(), magpie.StreamHTML())
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
 	c.OnHTML("p.item", func(e *magpie.HTMLElement) { e.Emit(e.Text) })
 	c.Pipeline(func(_ context.Context, it *magpie.Item) error { return nil })
@@ -61,14 +61,16 @@ func TestHandlerMatchesStats(t *testing.T) {
 		fmt.Sprintf("magpie_refused_total{reason=\"visited\"} %d\n", st.Refused[magpie.RefusedVisited]),
 		fmt.Sprintf("magpie_refused_total{reason=\"scheme\"} %d\n", st.Refused[magpie.RefusedScheme]),
 		fmt.Sprintf("magpie_busy_retries_total %d\n", st.BusyRetries),
+		fmt.Sprintf("magpie_html_pages_total{how=\"streamed\"} %d\n", st.HTMLStreamed),
+		"magpie_html_pages_total{how=\"parsed_whole\"} 0\n",
 		"magpie_pending 0\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q:\n%s", want, text)
 		}
 	}
-	if st.StatusCodes[200] != 3 || st.StatusCodes[404] != 1 || st.StatusCodes[429] != 1 || st.BusyRetries != 1 || st.ItemsScraped != 4 {
-		t.Errorf("Stats = %+v, want 3 200s, 1 404, 1 429 retried once, 4 items", st)
+	if st.StatusCodes[200] != 3 || st.StatusCodes[404] != 1 || st.StatusCodes[429] != 1 || st.BusyRetries != 1 || st.ItemsScraped != 4 || st.HTMLStreamed != 3 {
+		t.Errorf("Stats = %+v, want 3 200s, 1 404, 1 429 retried once, 4 items, 3 pages streamed", st)
 	}
 }
 

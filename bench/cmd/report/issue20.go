@@ -85,7 +85,7 @@ var i20Rows = []i20Row{
 		},
 	},
 	{
-		name:  "async collector (`magpie-async`: `Async`, `Workers(P)`), 0 ms, P in flight: pages/s ÷ the bare crawler's (Colly's `colly-async` in brackets)",
+		name:  "async collector (`magpie-async`: `Async`, `Workers(P)`), 0 ms, P in flight: pages/s ÷ the bare crawler's; with `StreamHTML` (`magpie-async-stream`) after the semicolon (Colly's `colly-async` in brackets)",
 		today: "0.38–0.45× (Colly: 0.13–0.21×)",
 		goal:  "≥ 0.6×",
 		figure: func(at func(string, string) *row) string {
@@ -94,6 +94,9 @@ var i20Rows = []i20Row{
 				return "–"
 			}
 			s := fmt.Sprintf("%s (%s ÷ %s pages/s)", times(a.pps, raw.pps), num(a.pps), num(raw.pps))
+			if st := at(issue20, "magpie-async-stream"); st != nil {
+				s += fmt.Sprintf("; stream %s (%s pages/s)", times(st.pps, raw.pps), num(st.pps))
+			}
 			if c != nil {
 				s += fmt.Sprintf(" (Colly: %s)", times(c.pps, raw.pps))
 			}
@@ -101,7 +104,7 @@ var i20Rows = []i20Row{
 		},
 	},
 	{
-		name:  "CPU seconds per 20,000 pages ÷ the bare crawler's: `magpie-async` / `magpie-queue-add`",
+		name:  "CPU seconds per 20,000 pages ÷ the bare crawler's: `magpie-async` / `magpie-queue-add`; with `StreamHTML` (`-stream`) after the semicolon",
 		today: "about 3× (magpie 4.6–5.0 s, bare 1.5–1.75 s)",
 		goal:  "≤ 2×",
 		figure: func(at func(string, string) *row) string {
@@ -109,12 +112,17 @@ var i20Rows = []i20Row{
 			if raw == nil || (a == nil && q == nil) {
 				return "–"
 			}
-			return fmt.Sprintf("%s / %s (%s / %s s; raw %s s)",
+			s := fmt.Sprintf("%s / %s (%s / %s s; raw %s s)",
 				timesCPU(a, raw), timesCPU(q, raw), cpuRow(a), cpuRow(q), cpuRow(raw))
+			as, qs := at(issue20, "magpie-async-stream"), at(issue20, "magpie-queue-add-stream")
+			if as != nil || qs != nil {
+				s += fmt.Sprintf("; stream %s / %s (%s / %s s)", timesCPU(as, raw), timesCPU(qs, raw), cpuRow(as), cpuRow(qs))
+			}
+			return s
 		},
 	},
 	{
-		name:  "heap allocations per page in the crawl process: `magpie-async` / `magpie-queue` / `magpie-queue-add` (`raw`, `colly-async` in brackets)",
+		name:  "heap allocations per page in the crawl process: `magpie-async` / `magpie-queue` / `magpie-queue-add`; with `StreamHTML` (`-stream`) after the semicolon (`raw`, `colly-async` in brackets)",
 		today: "not measured",
 		goal:  "fewer",
 		figure: func(at func(string, string) *row) string {
@@ -128,6 +136,10 @@ var i20Rows = []i20Row{
 				}
 			}
 			s := strings.Join(ours, " / ")
+			as, qs := at(issue20, "magpie-async-stream"), at(issue20, "magpie-queue-add-stream")
+			if as != nil || qs != nil {
+				s += "; stream " + allocsRow(as) + " / " + allocsRow(qs)
+			}
 			if len(peers) > 0 {
 				s += " (" + strings.Join(peers, ", ") + ")"
 			}

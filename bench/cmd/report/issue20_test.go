@@ -18,6 +18,8 @@ func TestReportIssue20(t *testing.T) {
 		i20Line("issue20", "colly-async", 20000, 2000, 6, 90, 3000),
 		i20Line("issue20", "magpie-async", 20000, 4000, 4.5, 80, 1500),
 		i20Line("issue20", "magpie-queue", 10000, 5000, 2.5, 70, 1200),
+		i20Line("issue20", "magpie-async-stream", 20000, 6000, 3, 70, 900),
+		i20Line("issue20", "magpie-queue-add-stream", 20000, 3000, 4.5, 70, 1600),
 		i20Line("issue20", "magpie-queue-add", 20000, 2500, 6, 70, 2000),
 		i20Line("issue20", "magpie-queue-add-sqlite", 20000, 500, 8, 70, 2500),
 		i20Line("issue20", "magpie-queue-add-redis", 20000, 250, 8, 70, 2600),
@@ -47,11 +49,11 @@ func TestReportIssue20(t *testing.T) {
 		"| – | 0.20× / 0.10× (500 / 250 pages/s) [Visit path: 0.70× / –] |",
 		// Row 3: no @old rows in the long crawl.
 		"| – | 14.91× (1,849 ÷ 124 MB); `colly-queue-add` 1,380 MB |",
-		// Row 4: async ÷ raw, Colly in brackets; no magpie-async@old.
-		"| – | 0.40× (4,000 ÷ 10,000 pages/s) (Colly: 0.20×) |",
+		// Row 4: async ÷ raw, with StreamHTML, Colly in brackets; no magpie-async@old.
+		"| – | 0.40× (4,000 ÷ 10,000 pages/s); stream 0.60× (6,000 pages/s) (Colly: 0.20×) |",
 		// Row 5: CPU per 20,000 pages: magpie-queue ran 10,000 pages here but is not in it.
-		"| 3.00× / 4.00× (4.50 / 6.00 s; raw 1.50 s) |",
-		"| 1,500 / 1,200 / 2,000 (raw 100, colly-async 3,000) |",
+		"| 3.00× / 4.00× (4.50 / 6.00 s; raw 1.50 s); stream 2.00× / 3.00× (3.00 / 4.50 s) |",
+		"| 1,500 / 1,200 / 2,000; stream 900 / 1,600 (raw 100, colly-async 3,000) |",
 		// The detail tables: allocs/page, and magpie-queue-add's Colly peer is colly-queue-add.
 		"| L-issue20-rss | magpie-queue-add | 1 | 200000 | 0 | 0 | 0.00 | 2500 | 60.00 | 1849.0 | 2000 | 0 | 0 | 2.50 / 0.75 / 1.34 |",
 	} {
