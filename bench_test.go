@@ -230,12 +230,15 @@ func BenchmarkVisitDuplicate(b *testing.B) {
 func BenchmarkCrawl(b *testing.B) {
 	const pages = 200
 	srv := newBenchSite(b, pages)
-	for _, mode := range []string{"async", "sync"} {
+	for _, mode := range []string{"async", "sync", "async-stream"} {
 		b.Run(mode, func(b *testing.B) {
 			var got, refused atomic.Int64
 			b.ReportAllocs()
 			for b.Loop() {
-				c := NewCollector(Async(mode == "async"), AllowedDomains("127.0.0.1"), Workers(16))
+				c := NewCollector(Async(mode != "sync"), AllowedDomains("127.0.0.1"), Workers(16))
+				if mode == "async-stream" {
+					StreamHTML()(c)
+				}
 				c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
 				c.OnResponse(func(*Response) { got.Add(1) })
 				// Like bench/magpie: most links are refused (visited,

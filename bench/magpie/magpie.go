@@ -81,7 +81,12 @@ func countError(n *harness.Counters, u string, err error) {
 // Workers(P), which fixes magpie's download pool at P (without it the pool
 // follows the LimitRules; see crawlMagpieAsyncPorted).
 func crawlMagpieAsync(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
-	c, err := newMagpie(ctx, cfg, n, magpie.Async(true), magpie.Workers(cfg.P))
+	return crawlAsyncWith(ctx, cfg, n, magpie.Async(true), magpie.Workers(cfg.P))
+}
+
+// crawlAsyncWith visits the seed with a collector of opts and waits.
+func crawlAsyncWith(ctx context.Context, cfg harness.Config, n *harness.Counters, opts ...magpie.CollectorOption) error {
+	c, err := newMagpie(ctx, cfg, n, opts...)
 	if err != nil {
 		return err
 	}
@@ -96,15 +101,7 @@ func crawlMagpieAsync(ctx context.Context, cfg harness.Config, n *harness.Counte
 // changed: Async and the LimitRule, no Workers option, so the download pool
 // is whatever magpie makes of the rule (issue 9: it follows the limits).
 func crawlMagpieAsyncPorted(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
-	c, err := newMagpie(ctx, cfg, n, magpie.Async(true))
-	if err != nil {
-		return err
-	}
-	if err := c.Visit(cfg.Seed); err != nil {
-		return err
-	}
-	c.Wait()
-	return ctx.Err()
+	return crawlAsyncWith(ctx, cfg, n, magpie.Async(true))
 }
 
 // crawlMagpieQueue runs the collector with queue.New(P, unbounded in-memory

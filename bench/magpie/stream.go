@@ -21,15 +21,7 @@ func init() {
 // crawlMagpieAsyncStream is crawlMagpieAsync with StreamHTML: its one
 // selector, a[href], is matched while each page is tokenized.
 func crawlMagpieAsyncStream(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
-	c, err := newMagpie(ctx, cfg, n, magpie.Async(true), magpie.Workers(cfg.P), magpie.StreamHTML())
-	if err != nil {
-		return err
-	}
-	if err := c.Visit(cfg.Seed); err != nil {
-		return err
-	}
-	c.Wait()
-	return ctx.Err()
+	return crawlAsyncWith(ctx, cfg, n, magpie.Async(true), magpie.Workers(cfg.P), magpie.StreamHTML())
 }
 
 // crawlMagpieQueueAddStream is crawlMagpieQueueAdd with StreamHTML.
