@@ -54,6 +54,9 @@ type streamer struct {
 	// stack is the parser's stack of open elements above html and body.
 	stack []sframe
 	ids   uint32
+	// tables counts the open table elements (table, its sections, rows,
+	// cells and colgroup): without any, the mode is the body's.
+	tables int
 	// form is the id of the parser's form element pointer (0: none).
 	form uint32
 	// after is 1 after </body>, 2 after </html>: comments then go outside
@@ -70,6 +73,9 @@ type streamer struct {
 	svg       []string
 	svgParent *html.Node
 	svgAt     int
+	// joined holds the text of text nodes that more text was joined to,
+	// written into the nodes when the page ends.
+	joined map[*html.Node][]byte
 	// body is the page; off the offset of the token after the current one.
 	body []byte
 	off  int
@@ -94,6 +100,9 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 		if tt == html.ErrorToken {
 			if s.z.Err() != io.EOF || len(s.svg) > 0 && !s.endSVG() {
 				return page, false
+			}
+			for n, b := range s.joined {
+				n.Data = string(b)
 			}
 			return s.out, true
 		}
@@ -264,8 +273,8 @@ func (s *streamer) token(tt html.TokenType, at int) bool {
 		}
 		return true
 	case html.StartTagToken, html.SelfClosingTagToken:
-		if t.atom == atom.Svg && s.mode() == modeBody {
-			return s.startSVG(t, tt == html.SelfClosingTagToken, at)
+		if m := s.mode(); t.atom == atom.Svg && (m == modeBody || m == modeCell) {
+			return s.startSVG(tt == html.SelfClosingTagToken, at)
 		}
 		return s.start(t)
 	case html.EndTagToken:
@@ -275,7 +284,7 @@ func (s *streamer) token(tt html.TokenType, at int) bool {
 }
 
 // startSVG enters an <svg> in the body (see foreign).
-func (s *streamer) startSVG(t tag, selfClosing bool, at int) bool {
+func (s *streamer) startSVG(selfClosing bool, at int) bool {
 	if s.named("svg") {
 		return false
 	}
@@ -347,6 +356,9 @@ const (
 )
 
 func (s *streamer) mode() int {
+	if s.tables == 0 {
+		return modeBody
+	}
 	for i := len(s.stack) - 1; i >= 0; i-- {
 		switch s.stack[i].atom {
 		case atom.Td, atom.Th:
@@ -399,7 +411,16 @@ func (s *streamer) addText(d string) {
 		return
 	}
 	if last := p.LastChild; last != nil && last.Type == html.TextNode {
-		last.Data += d
+		// Joined in a buffer, not string by string: a page of many
+		// fragments (a</x>a</x>...) must not cost the square of its size.
+		if s.joined == nil {
+			s.joined = map[*html.Node][]byte{}
+		}
+		b, ok := s.joined[last]
+		if !ok {
+			b = []byte(last.Data)
+		}
+		s.joined[last] = append(b, d...)
 		return
 	}
 	p.AppendChild(&html.Node{Type: html.TextNode, Data: d})
@@ -446,6 +467,9 @@ func (s *streamer) insert(t tag, void bool) {
 	}
 	s.ids++
 	f := sframe{atom: t.atom, node: n, id: s.ids}
+	if isTablePart(t.atom) {
+		s.tables++
+	}
 	if t.atom == 0 {
 		f.name = t.name
 	}
@@ -453,7 +477,22 @@ func (s *streamer) insert(t tag, void bool) {
 }
 
 // pop closes the open elements from index i up.
-func (s *streamer) pop(i int) { s.stack = s.stack[:i] }
+func (s *streamer) pop(i int) {
+	for _, f := range s.stack[i:] {
+		if isTablePart(f.atom) {
+			s.tables--
+		}
+	}
+	s.stack = s.stack[:i]
+}
+
+func isTablePart(a atom.Atom) bool {
+	switch a {
+	case atom.Table, atom.Tbody, atom.Thead, atom.Tfoot, atom.Tr, atom.Td, atom.Th, atom.Colgroup:
+		return true
+	}
+	return false
+}
 
 // popChecked is pop where the parser keeps the popped formatting elements
 // in its list of active formatting elements: it would rebuild them around

@@ -165,6 +165,7 @@ var streamCases = []struct {
 	{"link in table in link", `<a href=1><table><tr><td><a href=2>x</a></td></tr></table></a>`, "yyyy"},
 	{"caption", `<table><caption>c</caption><tr><td>x</table>`, "nnnn"},
 	{"nobr twice", `<nobr>a<nobr>b`, "nnnn"},
+	{"many fragments joined into one text", "<div>" + strings.Repeat("a</x>&amp;", 20000) + "</div>", "yyyy"},
 	{"deep but within the parser's limit", strings.Repeat("<div>", 400) + "x", "yyyy"},
 	{"deeper than the parser allows", strings.Repeat("<div>", 600) + "x", "nnnn"},
 }
