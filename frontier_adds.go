@@ -19,12 +19,13 @@ import (
 // an entry added by a page's callbacks is stored before that page is
 // acknowledged, and a kill -9 loses nothing.
 type addBuffer struct {
-	// links and dups are guarded by the frontier's mu. dups are requests
-	// refused as duplicates of a request pushed by this run and not leased
-	// yet; they reach OnRefused when the buffer is flushed, never inside
-	// the AddURL call (which a callback holding the sync turn makes).
-	links linkBatch
-	dups  []*Request
+	// links and refused are guarded by the frontier's mu. refused are requests
+	// refused when added: duplicates of a request pushed by this run and
+	// not leased yet, and URLs the collector's filters refuse; they reach
+	// OnRefused when the buffer is flushed, never inside the AddURL call
+	// (which a callback holding the sync turn makes).
+	links   linkBatch
+	refused []*Request
 	// added counts the requests ever buffered (under the frontier's mu),
 	// so that a caller can tell whether user code it ran added any.
 	added int
@@ -54,28 +55,40 @@ func (f *queueFrontier) detachAdds() {
 
 // addQueued buffers r, a request given to queue.AddRequest during the run.
 // It is queued without admission, as AddRequest queues it outside a run:
-// admission runs when it is leased. A duplicate of a request this run
-// pushed and has not leased yet is refused as visited (reported at the
-// next flush).
+// admission runs when it is leased. What its lease would refuse for its URL
+// alone (scheme, depth, URL and domain filters, see config.checkURL) is
+// refused now instead of being stored, and so is a duplicate of a request
+// this run pushed and has not leased yet (refused as visited); both are
+// reported at the next flush, never inside the AddURL call.
 func (f *queueFrontier) addQueued(r *Request) error {
-	data, err := r.Marshal()
-	if err != nil {
-		return fmt.Errorf("marshal request: %w", err)
-	}
 	n := f.queuedRequest(r)
-	f.mu.Lock()
-	if n.checkRevisit && !f.cfg.allowRevisit {
-		if _, dup := f.pushed[n.visitKey]; dup {
-			n.err = &AlreadyVisitedError{Destination: n.URL}
-			f.added.dups = append(f.added.dups, n)
-			f.mu.Unlock()
-			return nil
-		}
-		f.pushed[n.visitKey] = struct{}{}
+	var refusal error
+	var data []byte
+	if !r.entry.admitted {
+		refusal = f.cfg.checkURL(n.URL, n.Depth)
 	}
-	f.added.links.data = append(f.added.links.data, data)
-	f.added.links.reqs = append(f.added.links.reqs, n)
-	f.added.added++
+	if refusal == nil {
+		var err error
+		if data, err = r.Marshal(); err != nil {
+			return fmt.Errorf("marshal request: %w", err)
+		}
+	}
+	f.mu.Lock()
+	if refusal == nil && n.checkRevisit && !f.cfg.allowRevisit {
+		if _, dup := f.pushed[n.visitKey]; dup {
+			refusal = &AlreadyVisitedError{Destination: n.URL}
+		} else {
+			f.pushed[n.visitKey] = struct{}{}
+		}
+	}
+	if refusal != nil {
+		n.err = refusal
+		f.added.refused = append(f.added.refused, n)
+	} else {
+		f.added.links.data = append(f.added.links.data, data)
+		f.added.links.reqs = append(f.added.links.reqs, n)
+		f.added.added++
+	}
 	// With nothing in flight no acknowledgement will flush the buffer:
 	// wake the feeder, which flushes it when it finds nothing to lease.
 	idle := f.inflight == 0 && len(f.acks) == 0 && f.acking == 0
@@ -119,14 +132,14 @@ func (f *queueFrontier) takeAddsLocked() (*linkBatch, []*Request) {
 		b = &linkBatch{data: f.added.links.data, reqs: f.added.links.reqs}
 		f.added.links = linkBatch{}
 	}
-	dups := f.added.dups
-	f.added.dups = nil
+	dups := f.added.refused
+	f.added.refused = nil
 	return b, dups
 }
 
 // addsPendingLocked reports whether the buffer holds anything; f.mu is held.
 func (f *queueFrontier) addsPendingLocked() bool {
-	return len(f.added.links.data) > 0 || len(f.added.dups) > 0
+	return len(f.added.links.data) > 0 || len(f.added.refused) > 0
 }
 
 // addsCount returns how many requests were ever buffered.

@@ -1,10 +1,12 @@
 package queue_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,5 +132,88 @@ func TestAddURLDuringRunFlushedWhenIdle(t *testing.T) {
 	}
 	if n, err := q.Size(); err != nil || n != 0 {
 		t.Errorf("Size() after Run = %d, %v, want 0", n, err)
+	}
+}
+
+// pushRecorder is an in-memory queue storage that records what is pushed.
+type pushRecorder struct {
+	*queue.InMemoryQueueStorage
+	mu     sync.Mutex
+	pushed []string
+}
+
+func (p *pushRecorder) Push(ctx context.Context, data ...[]byte) error {
+	p.mu.Lock()
+	for _, d := range data {
+		p.pushed = append(p.pushed, string(d))
+	}
+	p.mu.Unlock()
+	return p.InMemoryQueueStorage.Push(ctx, data...)
+}
+
+// TestAddURLDuringRunRefusesFiltered checks that a request AddURL gives a
+// run, which the collector's filters refuse for its URL alone (another
+// domain, a disallowed URL, a scheme it cannot fetch), is refused to
+// OnRefused with the filter's error and never stored, while the allowed
+// one is crawled.
+func TestAddURLDuringRunRefusesFiltered(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/seed" {
+			fmt.Fprint(w, `<a href="http://foreign.invalid/x">f</a><a href="/private/y">p</a><a href="ftp://127.0.0.1/z">s</a><a href="/ok">ok</a>`)
+		}
+	}))
+	defer srv.Close()
+	store := &pushRecorder{InMemoryQueueStorage: &queue.InMemoryQueueStorage{MaxSize: queue.DefaultMaxSize}}
+	q, err := queue.New(2, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/seed"); err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector(magpie.AllowedDomains("127.0.0.1"), magpie.DisallowedURLFilters(regexp.MustCompile("/private/")))
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		if err := q.AddURL(e.Request.AbsoluteURL(e.Attr("href"))); err != nil {
+			t.Errorf("AddURL error = %v, want nil (refused to OnRefused)", err)
+		}
+	})
+	var mu sync.Mutex
+	refused := map[string]error{}
+	c.OnRefused(func(r *magpie.Request, err error) {
+		mu.Lock()
+		refused[r.URL.String()] = err
+		mu.Unlock()
+	})
+	var ok atomic.Bool
+	c.OnResponse(func(r *magpie.Response) {
+		if r.Request.URL.Path == "/ok" {
+			ok.Store(true)
+		}
+	})
+	if err := runWithin(t, q, c, 2*time.Minute); err != nil {
+		t.Fatalf("Run error = %v, want nil", err)
+	}
+	for u, want := range map[string]error{
+		"http://foreign.invalid/x": magpie.ErrForbiddenDomain,
+		srv.URL + "/private/y":     magpie.ErrForbiddenURL,
+		"ftp://127.0.0.1/z":        magpie.ErrUnsupportedScheme,
+	} {
+		if err := refused[u]; !errors.Is(err, want) {
+			t.Errorf("OnRefused(%s) error = %v, want %v", u, err, want)
+		}
+		store.mu.Lock()
+		for _, d := range store.pushed {
+			if strings.Contains(d, u) {
+				t.Errorf("%s was stored in the queue; want it refused before", u)
+			}
+		}
+		store.mu.Unlock()
+	}
+	if !ok.Load() {
+		t.Error("/ok was not crawled")
+	}
+	if st := c.Stats(); st.Refused[magpie.RefusedDomain] != 1 {
+		t.Errorf("Stats().Refused[domain] = %d, want 1", st.Refused[magpie.RefusedDomain])
 	}
 }

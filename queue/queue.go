@@ -125,7 +125,9 @@ func (q *Queue) AddURL(u string) error {
 // finishes after the call is acknowledged, so a crash loses nothing. A
 // request already visited, or already added or visited-to during the run
 // and not crawled yet, is then not stored but refused (OnRefused,
-// Stats().Refused["visited"]), as its lease would have refused it; a full
+// Stats().Refused["visited"]), as its lease would have refused it, and so
+// is one the collector refuses for its URL alone (scheme, MaxDepth,
+// AllowedDomains and the other domain and URL filters); a full
 // storage refuses it with ErrQueueFull the same way (Stats().Refused
 // ["queue_full"]) instead of the call returning the error.
 func (q *Queue) AddRequest(r *magpie.Request) error {
