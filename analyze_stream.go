@@ -76,6 +76,8 @@ type streamer struct {
 	// joined holds the text of text nodes that more text was joined to,
 	// written into the nodes when the page ends.
 	joined map[*html.Node][]byte
+	// name is rawTagName's buffer.
+	name []byte
 	// body is the page; off the offset of the token after the current one.
 	body []byte
 	off  int
@@ -128,8 +130,7 @@ func (s *streamer) foreign(tt html.TokenType) bool {
 	top := s.svg[len(s.svg)-1]
 	switch tt {
 	case html.StartTagToken, html.SelfClosingTagToken:
-		name, _ := s.z.TagName()
-		n := string(name)
+		n := string(s.rawTagName(false))
 		switch {
 		case top == "title" || top == "desc" || top == "foreignobject":
 			return false // an HTML integration point: its tags are HTML
@@ -143,7 +144,7 @@ func (s *streamer) foreign(tt html.TokenType) bool {
 			s.svg = append(s.svg, n)
 		}
 	case html.EndTagToken:
-		name, _ := s.z.TagName()
+		name := s.rawTagName(true)
 		for i := len(s.svg) - 1; i >= 0; i-- {
 			if strings.EqualFold(s.svg[i], string(name)) {
 				s.svg = s.svg[:i]
@@ -227,8 +228,7 @@ func (s *streamer) token(tt html.TokenType, at int) bool {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		t = s.readTag()
 	case html.EndTagToken:
-		name, _ := s.z.TagName()
-		t = tagOf(name)
+		t = tagOf(s.rawTagName(true))
 	}
 	if s.after > 0 {
 		// After </body> (1) or </html> (2): comments go outside the body,
@@ -313,11 +313,33 @@ func tagOf(name []byte) tag {
 	return tag{name: string(name)}
 }
 
+// rawTagName returns the current tag token's name, lower-cased, as
+// Tokenizer.TagName would: read from the raw token into a buffer the
+// streamer reuses, where TagName copies every name (the page has no NUL,
+// which TagName would replace). end tells an end tag ("</name").
+func (s *streamer) rawTagName(end bool) []byte {
+	raw := s.z.Raw()
+	i := 1
+	if end {
+		i = 2
+	}
+	raw = raw[min(i, len(raw)):]
+	if j := bytes.IndexAny(raw, " \n\r\t\f/>"); j >= 0 {
+		raw = raw[:j]
+	}
+	s.name = append(s.name[:0], raw...)
+	for i, c := range s.name {
+		if 'A' <= c && c <= 'Z' {
+			s.name[i] = c + 'a' - 'A'
+		}
+	}
+	return s.name
+}
+
 // readTag reads a start tag; its attributes only when the element may be
 // built: inside a match, named by a selector, or <base>.
 func (s *streamer) readTag() tag {
-	name, more := s.z.TagName()
-	t := tagOf(name)
+	t := tagOf(s.rawTagName(false))
 	need := s.parent() != nil || t.atom == atom.Base || s.named(t.name)
 	switch t.atom {
 	case atom.Tr, atom.Td, atom.Th:
@@ -328,6 +350,7 @@ func (s *streamer) readTag() tag {
 		return t
 	}
 	t.read = true
+	_, more := s.z.TagName()
 	for more {
 		var k, v []byte
 		k, v, more = s.z.TagAttr()

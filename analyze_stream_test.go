@@ -170,9 +170,31 @@ var streamCases = []struct {
 	{"deeper than the parser allows", strings.Repeat("<div>", 600) + "x", "nnnn"},
 }
 
+// checkRawTagNames checks that the streamer's tag names, read from the raw
+// tokens, are the tokenizer's own (TagName) for every tag of body.
+func checkRawTagNames(t *testing.T, body []byte) {
+	t.Helper()
+	s := &streamer{z: html.NewTokenizer(bytes.NewReader(body))}
+	for {
+		tt := s.z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken && tt != html.EndTagToken {
+			continue
+		}
+		got := string(s.rawTagName(tt == html.EndTagToken))
+		name, _ := s.z.TagName()
+		if want := string(bytes.ReplaceAll(name, []byte("\ufffd"), []byte{0})); got != want && got != string(name) {
+			t.Errorf("tag %q: raw name %q, TagName %q", s.z.Raw(), got, name)
+		}
+	}
+}
+
 func TestStreamHTMLCases(t *testing.T) {
 	for _, tc := range streamCases {
 		t.Run(tc.name, func(t *testing.T) {
+			checkRawTagNames(t, []byte(tc.html))
 			for i, sels := range streamSelectorSets {
 				streamed := compareStream(t, tc.name, []byte(tc.html), sels)
 				if want := tc.stream[i] == 'y'; streamed != want {
@@ -298,6 +320,7 @@ func FuzzStreamHTML(f *testing.F) {
 	}
 	f.Add(benchPage("http://127.0.0.1:1", 3, 40), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, set uint8) {
+		checkRawTagNames(t, body)
 		compareStream(t, "fuzz input", body, streamSelectorSets[int(set)%len(streamSelectorSets)])
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"sync"
 
 	"github.com/magpiecrawl/magpie"
 )
@@ -26,17 +28,29 @@ func ExampleStreamHTML() {
 	defer site.Close()
 
 	c := magpie.NewCollector(magpie.StreamHTML())
+	var mu sync.Mutex
+	var seen []string
 	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
-		fmt.Printf("%s: link %q to %s\n", e.Request.URL.Path, e.Text, e.Attr("href"))
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s: link %q to %s", e.Request.URL.Path, e.Text, e.Attr("href")))
+		mu.Unlock()
 		_ = e.Request.Visit(e.Attr("href"))
 	})
 	c.OnHTML("title", func(e *magpie.HTMLElement) {
-		fmt.Printf("%s: title %q\n", e.Request.URL.Path, e.Text)
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s: title %q", e.Request.URL.Path, e.Text))
+		mu.Unlock()
 	})
 	if err := c.Visit(site.URL + "/"); err != nil {
 		fmt.Println(err)
 	}
 	c.Wait()
+	// Pages are analyzed as they arrive: sorted, the output is the same
+	// every run.
+	sort.Strings(seen)
+	for _, s := range seen {
+		fmt.Println(s)
+	}
 	st := c.Stats()
 	fmt.Printf("streamed %d, parsed whole %d\n", st.HTMLStreamed, st.HTMLParsedWhole)
 	// Output:

@@ -46,6 +46,7 @@ var examples = map[string]expectation{
 		reject: []string{`X1`}},
 	"metrics": {want: []string{`magpie_requests_total 31\n`, `magpie_items_total\{outcome="scraped"\} 30\n`, `msg=progress pages=`,
 		`requests 31, responses 31`}},
+	"stream_html":    {want: []string{`http://127\.0\.0\.1:\d+/page/28: Page 28\n`, `31 pages streamed, 0 parsed whole\n`}},
 	"local_files":    {want: []string{`apples\.html: Apples\n`, `plums\.html: Plums\n`, `pages: 4\n`}},
 	"url_filter":     {want: []string{`visited /page/5\n`, `pages visited: 6\n`}, reject: []string{`visited /page/6`, `/private`}},
 	"multipart":      {want: []string{`200 from http://127\.0\.0\.1:\d+/upload:`, `field name = "magpie"`}},
