@@ -18,24 +18,35 @@ import (
 )
 
 // busySite is a site of pages /p0 … /p(n-1), each linking to the next two,
-// behind a rate limiter that answers every third request 429 (with
-// Retry-After: 1 when retryAfter is set), and /forever, which is always 429.
-// It is an http.RoundTripper, so that synctest's clock can run it.
+// behind a rate limiter that answers the first request for every third page
+// (/p0, /p3, …) 429 (with Retry-After: 1 when retryAfter is set), and
+// /forever, which is always 429. Which requests are refused does not depend
+// on the order the crawler's workers happen to send them in, so no page can
+// be refused more often than its retries allow. It is an http.RoundTripper,
+// so that synctest's clock can run it.
 type busySite struct {
 	n          int
 	retryAfter bool
-	count      atomic.Int64
 	mu         sync.Mutex
+	tries      map[string]int // requests by path
 	ok         map[string]int // 200 answers by path
 }
 
 func newBusySite(n int, retryAfter bool) *busySite {
-	return &busySite{n: n, retryAfter: retryAfter, ok: map[string]int{}}
+	return &busySite{n: n, retryAfter: retryAfter, tries: map[string]int{}, ok: map[string]int{}}
 }
+
+// busyPages is how many pages of an n-page busySite answer 429 once.
+func busyPages(n int) int { return (n + 2) / 3 }
 
 func (s *busySite) answer(path string) (int, http.Header, string) {
 	h := http.Header{"Content-Type": {"text/html"}}
-	if n := s.count.Add(1); path == "/forever" || n%3 == 0 {
+	i, err := strconv.Atoi(strings.TrimPrefix(path, "/p"))
+	s.mu.Lock()
+	s.tries[path]++
+	first := s.tries[path] == 1
+	s.mu.Unlock()
+	if path == "/forever" || first && err == nil && i%3 == 0 {
 		if s.retryAfter {
 			h.Set("Retry-After", "1")
 		}
@@ -44,7 +55,6 @@ func (s *busySite) answer(path string) (int, http.Header, string) {
 	s.mu.Lock()
 	s.ok[path]++
 	s.mu.Unlock()
-	i, _ := strconv.Atoi(strings.TrimPrefix(path, "/p"))
 	var b strings.Builder
 	for _, j := range []int{2*i + 1, 2*i + 2} {
 		if j < s.n {
@@ -84,7 +94,7 @@ func (s *busySite) checkAll(t *testing.T) {
 	}
 }
 
-// TestBusyRetriedByDefault: a site that answers 429 to every third request
+// TestBusyRetriedByDefault: a site that answers 429 to a third of its pages
 // is crawled whole without a RetryPolicy, in sync, async and queue runs;
 // the retries are counted in Stats().BusyRetries, and nothing reaches
 // OnError.
@@ -132,9 +142,9 @@ func TestBusyRetriedByDefault(t *testing.T) {
 						t.Errorf("OnError got %d errors (%v), want none", len(errs), errs[0])
 					}
 					st := c.Stats()
-					if st.BusyRetries == 0 || st.StatusCodes[429] != st.BusyRetries || st.Retries != 0 {
-						t.Errorf("Stats: BusyRetries %d, 429s %d, Retries %d; want one busy retry per 429 and no policy retries",
-							st.BusyRetries, st.StatusCodes[429], st.Retries)
+					if want := uint64(busyPages(pages)); st.BusyRetries != want || st.StatusCodes[429] != want || st.Retries != 0 {
+						t.Errorf("Stats: BusyRetries %d, 429s %d, Retries %d; want %d busy retries, one per 429, and no policy retries",
+							st.BusyRetries, st.StatusCodes[429], st.Retries, want)
 					}
 				})
 			})
@@ -168,7 +178,10 @@ func TestBusyForeverGivesUp(t *testing.T) {
 				c.OnError(func(_ *Response, err error) { errs = append(errs, err) })
 				start := time.Now()
 				err := c.Visit("http://busy.test/forever")
-				if n := int(site.count.Load()); n != tt.want {
+				site.mu.Lock()
+				n := site.tries["/forever"]
+				site.mu.Unlock()
+				if n != tt.want {
 					t.Errorf("tries = %d, want %d", n, tt.want)
 				}
 				if len(errs) != 1 {
@@ -193,8 +206,8 @@ func TestBusyForeverGivesUp(t *testing.T) {
 	}
 }
 
-// TestBusyRetriedRealServer crawls a local server that answers every third
-// request 429, over real connections.
+// TestBusyRetriedRealServer crawls a local server that answers a third of
+// its pages 429 once, over real connections.
 func TestBusyRetriedRealServer(t *testing.T) {
 	site := newBusySite(8, false)
 	srv := httptest.NewServer(site)
@@ -210,7 +223,7 @@ func TestBusyRetriedRealServer(t *testing.T) {
 	if n := failed.Load(); n != 0 {
 		t.Errorf("OnError called %d times, want 0", n)
 	}
-	if c.Stats().BusyRetries == 0 {
-		t.Error("Stats().BusyRetries = 0, want the 429s counted")
+	if got, want := c.Stats().BusyRetries, uint64(busyPages(8)); got != want {
+		t.Errorf("Stats().BusyRetries = %d, want %d: each 429 counted", got, want)
 	}
 }
