@@ -109,7 +109,9 @@ func DetectCharset() CollectorOption {
 
 // StreamHTML matches the OnHTML selectors while a page is tokenized and
 // builds only the elements they match, each with what it contains, instead
-// of the whole document: about half the CPU of parsing an HTML page.
+// of the whole document. On a 16 KB page with one a[href] callback the
+// analysis takes about two thirds of the time and 40% of the allocations
+// (BenchmarkAnalyzeHTML).
 //
 // It applies to a page when every OnHTML selector names a tag with only
 // #id, .class and [attr] tests after it, alone or in a list ("a[href]",
