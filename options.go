@@ -124,11 +124,13 @@ func DetectCharset() CollectorOption {
 // Each HTMLElement's Name, Text, attributes, Index, Request and Response,
 // and what ChildText, ChildTexts, ChildAttr, ChildAttrs, ForEach and
 // ForEachWithBreak find under it, are what they would be without the
-// option. What differs is the rest of the document: e.DOM holds the element
-// as the root of its own document, so Parent, Closest, Siblings, Prev,
-// Next and selectors that must match above the element (such as "div a"
-// where the div encloses e) find nothing. A callback that walks out of its
-// element needs the collector without StreamHTML.
+// option. What differs is the rest of the document: e.DOM holds only what
+// was matched. An element with no matched element around it is the root of
+// its own document (one inside another match keeps its ancestors up to
+// that one), so Parent, Closest, Siblings, Prev, Next and selectors that
+// must match above that root (such as "div a" where the div encloses e)
+// find nothing. A callback that walks out of its element needs the
+// collector without StreamHTML.
 func StreamHTML() CollectorOption {
 	return func(c *Collector) { c.streamHTML = true }
 }
