@@ -1,5 +1,7 @@
 package magpie
 
+import "strings"
+
 // streamTag returns the tag name an OnHTML selector names when the selector
 // can be answered from one start tag alone, as StreamHTML needs: a list of
 // compound selectors, each a tag name followed by #id, .class and [attr]
@@ -19,7 +21,7 @@ func streamTags(sel string) (tags []string, ok bool) {
 		if tag == "" {
 			return nil, false
 		}
-		tag = lowerASCII(tag)
+		tag = strings.ToLower(tag)
 		switch tag {
 		case "html", "head", "body":
 			return nil, false
@@ -138,19 +140,4 @@ func (p *selScanner) attr() bool {
 	}
 	p.space()
 	return p.eat(']')
-}
-
-func lowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }
