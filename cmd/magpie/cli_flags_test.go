@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 28 §5: flags the parser accepts but the crawl cannot use are usage
+// errors (exit 2), each said in one line naming the flag, before any
+// request: never a panic's stack trace.
+func TestCLIFlagUsageErrors(t *testing.T) {
+	site := newPagesSite(t, 1, nil)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "crawl.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--follow", "a[["}, `--follow "a[["`},
+		{[]string{"--field", "x=a[["}, `field x`},
+		{[]string{"--field", "x=h1", "--field", "x=title"}, `field name "x" is given twice`},
+		{[]string{"--proxy", "ftp://127.0.0.1:21"}, `--proxy ftp://127.0.0.1:21: scheme "ftp"`},
+		{[]string{"--proxy", "socks4://127.0.0.1:1080"}, `scheme "socks4"`},
+		{[]string{"--delay", "-1s"}, "--delay -1s"},
+		{[]string{"--timeout", "-5s"}, "--timeout -5s"},
+		{[]string{"--max-duration", "-1m"}, "--max-duration -1m0s"},
+		{[]string{"--retries", "-1"}, "--retries must be >= 0"},
+		{[]string{"--max-pages", "-3"}, "--max-pages"},
+		{[]string{"-o", filepath.Join(dir, "items.txt")}, "name it with --format"},
+		{[]string{"--state", state, "-o", state}, "are the same file"},
+		{[]string{"--state", state, "-o", filepath.Join(dir, ".", "crawl.db")}, "are the same file"},
+	} {
+		args := append([]string{"crawl", site.URL + "/", "--allow-loopback", "-q"}, tc.args...)
+		r := cli(t, "", args...)
+		first, _, _ := strings.Cut(r.stderr, "\n")
+		if r.code != 2 || !strings.Contains(first, tc.want) || strings.Contains(r.stderr, "goroutine") {
+			t.Errorf("magpie %q: exit %d, stderr:\n%s\nwant 2 and a first line naming %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	if n := site.hitCount("/"); n != 0 {
+		t.Errorf("the usage errors fetched / %d times, want none", n)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("--state %s -o %s created the state file", state, state)
+	}
+}
+
+// Issue 28 §5: Scrapy's .jl is JSON lines; --format names the format of a
+// file whose extension names none.
+func TestCLIOutputExtensions(t *testing.T) {
+	site := newPagesSite(t, 2, nil)
+	dir := t.TempDir()
+	jl := filepath.Join(dir, "items.jl")
+	if r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "-o", jl); r.code != 0 {
+		t.Fatalf("-o items.jl: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(jl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPages(t, jsonLines(t, string(data)), site.URL, 2)
+
+	txt := filepath.Join(dir, "items.txt")
+	if r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "-o", txt, "--format", "csv"); r.code != 0 {
+		t.Fatalf("-o items.txt --format csv: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	data, err = os.ReadFile(txt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil || len(rows) != 4 || strings.Join(rows[0], ",") != "url,status,title,depth,links" {
+		t.Errorf("items.txt with --format csv = %q (%v), want a CSV header and 3 rows", data, err)
+	}
+}
+
+// Issue 28 §5: --retries 0 means no retries of any kind: a 429 with
+// Retry-After, which the library retries by itself (BusyRetries), is asked
+// once and counted as failed.
+func TestCLIRetriesZeroMeansNoBusyRetries(t *testing.T) {
+	site := newPagesSite(t, 3, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/p/1" {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "slow down", http.StatusTooManyRequests)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--retries", "0", "-o", filepath.Join(t.TempDir(), "o.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if n := site.hitCount("/p/1"); n != 1 {
+		t.Errorf("/p/1 (429) requested %d times with --retries 0, want 1", n)
+	}
+	if !strings.Contains(r.stderr, "http 429") || strings.Contains(r.stderr, "retries") {
+		t.Errorf("summary should count the 429 as failed, with no retries:\n%s", r.stderr)
+	}
+}
+
+// Issue 28 §5: a --field of an href or src attribute is an absolute URL,
+// resolved against the page (and its <base href>) as Colly's AbsoluteURL
+// resolves it; other attributes are as written, and a fragment alone stays.
+func TestCLIFieldURLsAreAbsolute(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/docs/page.html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>t</title><a id="rel" href="next.html">n</a><img src="/img/logo.png" alt="../x">`+
+			`<a class="frag" href="#top">top</a><link rel="alternate" href="//cdn.example.test/feed.xml">`)
+	})
+	site := httptest.NewServer(mux)
+	t.Cleanup(site.Close)
+	srv := site.URL
+	r := cli(t, "", "crawl", srv+"/docs/page.html", "--allow-loopback", "-q", "--depth", "1",
+		"--field", "next=#rel@href", "--field", "logo=img@src", "--field", "alt=img@alt", "--field", "frag=a.frag@href",
+		"--field", "feed=link@href")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	items := jsonLines(t, r.stdout)
+	if len(items) != 1 {
+		t.Fatalf("%d items, want 1:\n%s", len(items), r.stdout)
+	}
+	want := map[string]string{
+		"next": srv + "/docs/next.html", "logo": srv + "/img/logo.png", "alt": "../x", "frag": "#top",
+		"feed": "http://cdn.example.test/feed.xml",
+	}
+	for k, v := range want {
+		if items[0][k] != v {
+			t.Errorf("field %s = %q, want %q", k, items[0][k], v)
+		}
+	}
+}
