@@ -108,21 +108,22 @@ func TestCLIRetriesZeroMeansNoBusyRetries(t *testing.T) {
 }
 
 // Issue 28 §5: a --field of an href or src attribute is an absolute URL,
-// resolved against the page (and its <base href>) as Colly's AbsoluteURL
-// resolves it; other attributes are as written, and a fragment alone stays.
+// resolved against the page as Colly's AbsoluteURL resolves it; other
+// attributes are as written, a fragment alone stays, and an attribute or
+// element that is not there stays empty (not the page's own URL).
 func TestCLIFieldURLsAreAbsolute(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/docs/page.html", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<title>t</title><a id="rel" href="next.html">n</a><img src="/img/logo.png" alt="../x">`+
-			`<a class="frag" href="#top">top</a><link rel="alternate" href="//cdn.example.test/feed.xml">`)
+			`<a class="frag" href="#top">top</a><link rel="alternate" href="//cdn.example.test/feed.xml"><video>v</video>`)
 	})
 	site := httptest.NewServer(mux)
 	t.Cleanup(site.Close)
 	srv := site.URL
 	r := cli(t, "", "crawl", srv+"/docs/page.html", "--allow-loopback", "-q", "--depth", "1",
 		"--field", "next=#rel@href", "--field", "logo=img@src", "--field", "alt=img@alt", "--field", "frag=a.frag@href",
-		"--field", "feed=link@href")
+		"--field", "feed=link@href", "--field", "poster=video@poster", "--field", "none=nav@href")
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
@@ -132,7 +133,7 @@ func TestCLIFieldURLsAreAbsolute(t *testing.T) {
 	}
 	want := map[string]string{
 		"next": srv + "/docs/next.html", "logo": srv + "/img/logo.png", "alt": "../x", "frag": "#top",
-		"feed": "http://cdn.example.test/feed.xml",
+		"feed": "http://cdn.example.test/feed.xml", "poster": "", "none": "",
 	}
 	for k, v := range want {
 		if items[0][k] != v {

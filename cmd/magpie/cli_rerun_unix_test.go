@@ -86,8 +86,9 @@ func leftovers(t *testing.T, out string) []string {
 }
 
 // Issue 28 §4: a run killed with SIGKILL leaves its items in a hidden
-// temporary file. The same command run again refuses before its first
-// request, naming the file and --resume-output; with --resume-output the
+// temporary file. The same command run again (or with a new --state file)
+// refuses before its first request, naming the file and --resume-output;
+// with --resume-output the
 // killed run's items are carried over and the output is complete.
 func TestCLILeftoverCheckedBeforeFetching(t *testing.T) {
 	const pages = 20
@@ -107,8 +108,17 @@ func TestCLILeftoverCheckedBeforeFetching(t *testing.T) {
 		strings.Contains(again.stderr, "feed.Resume") {
 		t.Fatalf("same command again: exit %d, stderr:\n%s\nwant 2, naming %s and --resume-output", again.code, again.stderr, left[0])
 	}
+	// A fresh --state crawl does not adopt a dead run's items by itself:
+	// refused too, before its state file is made.
+	fresh := filepath.Join(filepath.Dir(out), "fresh.db")
+	if r := cli(t, "", append(args, "--state", fresh)...); r.code != 2 || !strings.Contains(r.stderr, "--resume-output") {
+		t.Errorf("with a new --state: exit %d, stderr:\n%s\nwant 2 and --resume-output", r.code, r.stderr)
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Errorf("the refused run created its state file %s", fresh)
+	}
 	if n := site.totalHits(); n != hits {
-		t.Errorf("the refused run made %d requests, want none before the check", n-hits)
+		t.Errorf("the refused runs made %d requests, want none before the check", n-hits)
 	}
 
 	resumed := cli(t, "", append(args, "--resume-output")...)

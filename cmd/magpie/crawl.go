@@ -235,7 +235,6 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	}
 	defer closeAll()
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
-	cfg.ready = out.prepare
 
 	stderr := cmd.ErrOrStderr()
 	progressTo := stderr
@@ -291,8 +290,15 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 // open checks the output and opens what the crawl needs besides: the state
 // file and the browser. closeAll closes them.
 func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, closeAll func(), err error) {
-	if out, err = planOutput(f.out, f.format, f.outputModeFor(), cfg.columns(), stdout); err != nil {
+	mode := f.outputModeFor()
+	if out, err = planOutput(f.out, f.format, mode, cfg.columns(), stdout); err != nil {
 		return nil, nil, err
+	}
+	if mode.appendItems {
+		// Checked once the state file showed the crawl is not finished.
+		cfg.ready = out.prepare
+	} else if err := out.prepare(); err != nil {
+		return nil, nil, err // before a state file is made
 	}
 	var closers []func() error
 	closeAll = func() {
@@ -303,7 +309,7 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 	if f.state != "" {
 		store, err := sqlitestore.Open(f.state)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--state: %w", err)
+			return nil, nil, errors.Join(fmt.Errorf("--state: %w", err), out.abandon())
 		}
 		closers = append(closers, store.Close)
 		cfg.state = store
@@ -312,7 +318,7 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("--render: %w", err)
+			return nil, nil, errors.Join(fmt.Errorf("--render: %w", err), out.abandon())
 		}
 		closers = append(closers, r.Close)
 		cfg.fetcher = r

@@ -561,7 +561,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 				v := sel.Text()
 				if f.attr != "" {
 					v, _ = sel.Attr(f.attr)
-					if absoluteAttrs[strings.ToLower(f.attr)] {
+					if absoluteAttrs[strings.ToLower(f.attr)] && strings.TrimSpace(v) != "" {
 						// A fragment alone resolves to nothing: kept as written.
 						v = cmp.Or(e.Request.AbsoluteURL(strings.TrimSpace(v)), v)
 					}
