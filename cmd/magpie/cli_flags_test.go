@@ -156,3 +156,47 @@ func TestCLIFieldURLsAreAbsolute(t *testing.T) {
 		}
 	}
 }
+
+// Issue 28 §4: the leftover of a killed CSV run whose columns differ from
+// this run's --field flags cannot be carried over: --resume-output says
+// why, in flags, before any request, and leaves the file alone.
+func TestCLIResumeOutputColumnsDiffer(t *testing.T) {
+	site := newPagesSite(t, 1, nil)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "pages.csv")
+	left := filepath.Join(dir, ".pages.csv.tmp-dead")
+	const items = "url,title\nhttp://example.test/,home\n"
+	if err := os.WriteFile(left, []byte(items), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "pass --resume-output"},
+		{[]string{"--resume-output"}, "other columns than this run's --field flags"},
+	} {
+		args := append([]string{"crawl", site.URL + "/", "--allow-loopback", "-q", "-o", out, "--field", "heading=h1"}, tc.extra...)
+		r := cli(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, left) {
+			t.Errorf("magpie %q: exit %d, stderr:\n%s\nwant 2, %q and the file's name", tc.extra, r.code, r.stderr, tc.want)
+		}
+	}
+	if data, _ := os.ReadFile(left); string(data) != items {
+		t.Errorf("the leftover changed: %q", data)
+	}
+	if n := site.totalHits(); n != 0 {
+		t.Errorf("%d requests made, want none", n)
+	}
+}
+
+// totalHits is how many requests the site answered, robots.txt included.
+func (s *pagesSite) totalHits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.hits {
+		n += v
+	}
+	return n
+}

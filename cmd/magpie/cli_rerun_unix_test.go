@@ -52,17 +52,6 @@ func newGatedSite(t *testing.T, pages int, paths ...string) (*pagesSite, map[str
 	return site, gates
 }
 
-// totalHits is how many requests the site answered, robots.txt included.
-func (s *pagesSite) totalHits() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, v := range s.hits {
-		n += v
-	}
-	return n
-}
-
 // killAt starts magpie with args, waits until g is reached, and kills it
 // with SIGKILL.
 func killAt(t *testing.T, g *gate, args ...string) {

@@ -23,16 +23,19 @@ var formats = map[string]feed.Format{"jsonl": feed.JSONLines, "csv": feed.CSV, "
 // is not regular (a FIFO, /dev/stdout, /dev/null), which is opened and
 // written, never replaced.
 //
-// Nothing is opened before the first item: a crawl that cannot start leaves
-// an existing file as it was. Safe for concurrent use.
+// A regular file is opened before the first request (prepare) and written
+// through a temporary file; a crawl that cannot start aborts it, leaving an
+// existing file as it was. Other outputs are opened at the first item. Safe
+// for concurrent use.
 type output struct {
 	path       string // "-" for standard output
 	format     feed.Format
 	nonRegular bool
-	// appendItems: the output grows instead of being replaced.
-	appendItems bool
-	opts        []feed.Option
-	stdout      io.Writer
+	// appendItems: the output grows instead of being replaced; adopt: a
+	// killed run's items are taken up (feed.Resume).
+	appendItems, adopt bool
+	opts               []feed.Option
+	stdout             io.Writer
 	// line, when set, is the terminal line the live progress report shares
 	// with items written to standard output: it is cleared before each.
 	line *liveLine
@@ -127,6 +130,7 @@ func planOutput(path, format string, mode outputMode, columns []string, stdout i
 		o.opts = append(o.opts, feed.Append())
 	}
 	if mode.adopt {
+		o.adopt = true
 		o.opts = append(o.opts, feed.Resume())
 	}
 	return o, nil
@@ -145,6 +149,10 @@ func (o *output) prepare() error {
 	defer o.mu.Unlock()
 	err := o.openLocked()
 	switch {
+	case errors.Is(err, feed.ErrLeftover) && o.adopt:
+		// Adopting was asked for, and refused: its CSV columns differ.
+		return usagef("-o %s: the items a killed run left in %s have other columns than this run's --field flags: run with the same --field flags, or remove them",
+			o.path, strings.Join(leftoverFiles(o.path), ", "))
 	case errors.Is(err, feed.ErrLeftover):
 		return usagef("-o %s: a run that was killed left items in %s; pass --resume-output to carry them over into this run's output (a resumed --state crawl does so by itself), or remove them",
 			o.path, strings.Join(leftoverFiles(o.path), ", "))
