@@ -399,6 +399,12 @@ func (e *Exporter) carryOver(p *part, target string) error {
 		return err
 	}
 	p.tmp = tmp
+	if e.opts.durable {
+		if err := syncDir(filepath.Dir(tmp)); err != nil {
+			p.abort()
+			return err
+		}
+	}
 	return nil
 }
 
