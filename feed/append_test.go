@@ -181,3 +181,28 @@ func TestAppendCSVHeaderMustMatchColumns(t *testing.T) {
 		t.Errorf("appended CSV = %q", data)
 	}
 }
+
+// TestAppendDurableRelativeName: a durable Append to a file named relative
+// to the working directory syncs that directory and keeps every item.
+func TestAppendDurableRelativeName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	first, err := Create("items.json", Durable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, first, 0, 2)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Create("items.json", Append(), Durable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, second, 2, 4)
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readItems(t, "items.json", JSON), names(0, 4); !slices.Equal(got, want) {
+		t.Errorf("items %q, want %q", got, want)
+	}
+}
