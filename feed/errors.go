@@ -31,3 +31,16 @@ var ErrDroppedFields = errors.New("feed: CSV fields not in the header were dropp
 // not be taken back: bytes already sent to an io.Writer, a FIFO or a device,
 // or lines of an Append file that other writers appended after.
 var ErrNotDiscarded = errors.New("feed: written items could not be discarded")
+
+// ErrItemsNotWritten is returned by Close, after the export is complete,
+// when some Writes failed (a full disk, an item that could not be encoded):
+// those items are not in the output, though every one that is parses. The
+// error counts them and names the first failure. Each failed Write returned
+// its own error too; this one is for a caller that checks only Close.
+var ErrItemsNotWritten = errors.New("feed: items were not written")
+
+// ErrNotAppendable is returned by Create with Append when the existing CSV
+// or JSON destination is not a complete export in that format (bytes after
+// its last item, or a CSV header other than Columns), so its items cannot
+// be carried over into the new file without losing some.
+var ErrNotAppendable = errors.New("feed: the existing file cannot be appended to")

@@ -65,7 +65,9 @@
 //   - Append (JSON Lines): lines go straight into the destination, so a
 //     killed run leaves nothing to recover and the next run appends. This is
 //     the mode for a resumable crawl (a queue on SQLite or Redis), and the
-//     only one where several processes can write one file.
+//     only one where several processes can write one file. Append to a CSV
+//     or JSON file carries its items into the temporary file first (see
+//     Append), so it resumes as Create does, below.
 //   - Create without Append: the items of a killed run are in its temporary
 //     file (".NAME.tmp-*"), which no rename will move into place. The next
 //     Create for the same destination finds such leftovers (those no live
@@ -80,12 +82,14 @@
 // truncated to the end of the last complete item and Write returns the
 // error, so every line in the file parses once space returns. If it cannot
 // be taken back (an io.Writer, a FIFO), Write returns ErrCorrupt from then
-// on.
+// on. Close reports how many Writes failed (ErrItemsNotWritten), so that a
+// caller that checks only Close learns that items are missing.
 package feed
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,10 +115,10 @@ const (
 )
 
 // FormatOf returns the format a file name's extension names: .jsonl (or
-// .ndjson), .csv, .json.
+// .ndjson, or Scrapy's .jl), .csv, .json.
 func FormatOf(name string) (Format, error) {
 	switch strings.ToLower(filepath.Ext(name)) {
-	case ".jsonl", ".ndjson":
+	case ".jsonl", ".ndjson", ".jl":
 		return JSONLines, nil
 	case ".csv":
 		return CSV, nil
@@ -145,10 +149,17 @@ func Columns(names ...string) Option {
 	return func(o *options) { o.columns = append([]string(nil), names...) }
 }
 
-// Append makes a JSON Lines file exporter append to an existing file instead
-// of replacing it; each line is written with a single write call, so lines
-// of processes appending to one file do not interleave. It is the crash-safe
-// mode for resumable crawls (see the package doc). Other formats ignore it.
+// Append makes a file exporter add to an existing file instead of replacing
+// it. JSON Lines are appended in place, each line with a single write call,
+// so lines of processes appending to one file do not interleave: the
+// crash-safe mode for resumable crawls (see the package doc). A CSV or JSON
+// file cannot grow in place (a header, a closed array): its items are
+// carried over into the temporary file first, and Close renames the whole
+// over it, so the existing file stays as it was until then. If the process
+// dies, the temporary file holds the old items and the new ones, and Create
+// with Resume adopts it in place of the file. Create returns
+// ErrNotAppendable when the existing file is not a complete export in the
+// format. Rotated exports ignore Append unless they are JSON Lines.
 func Append() Option { return func(o *options) { o.appendLines = true } }
 
 // Rotate starts a new file after maxItems items or maxBytes bytes (0: no
@@ -203,6 +214,10 @@ type Exporter struct {
 	broken  error    // set when a partial write could not be taken back
 	dropped map[string]int
 	adopted int
+	// failed counts the Writes that failed; firstFailure is the first one's
+	// error.
+	failed       int
+	firstFailure error
 }
 
 // New returns an exporter writing to w, which the caller keeps (Close
@@ -298,17 +313,31 @@ func (e *Exporter) isPartBase(base string) bool {
 }
 
 // Write exports v. When it returns nil, the item has been handed to the
-// operating system (fsync'd with Durable).
+// operating system (fsync'd with Durable). A Write that fails (other than
+// after Close) is counted, and Close reports the count (ErrItemsNotWritten).
 func (e *Exporter) Write(v any) error {
 	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("feed: encoding item: %w", err)
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return ErrClosed
 	}
+	if err == nil {
+		err = e.writeLocked(data)
+	} else {
+		err = fmt.Errorf("feed: encoding item: %w", err)
+	}
+	if err != nil {
+		if e.failed == 0 {
+			e.firstFailure = err
+		}
+		e.failed++
+	}
+	return err
+}
+
+// writeLocked exports one encoded item; the caller holds mu.
+func (e *Exporter) writeLocked(data []byte) error {
 	if e.broken != nil {
 		return e.broken
 	}
@@ -400,8 +429,10 @@ func (e *Exporter) finishPart() error {
 }
 
 // Close finishes the export: the JSON array is closed, everything is
-// synced, and files are renamed into place. It returns ErrDroppedFields
-// (after finishing) when CSV fields were dropped. Calling it again, or after
+// synced, and files are renamed into place. After finishing, it returns
+// ErrDroppedFields when CSV fields were dropped and ErrItemsNotWritten when
+// Writes failed (both, joined, when both happened): a caller that checks
+// only Close still learns that items are missing. Calling it again, or after
 // Abort, does nothing. If finishing a temporary file fails, the file is
 // kept, and the error names it: Create with Resume adopts it.
 func (e *Exporter) Close() error {
@@ -412,9 +443,25 @@ func (e *Exporter) Close() error {
 	}
 	e.closed = true
 	if err := e.finishPart(); err != nil {
-		return err
+		return errors.Join(err, e.notWrittenError())
 	}
-	return e.droppedError()
+	return errors.Join(e.droppedError(), e.notWrittenError())
+}
+
+// notWrittenError is ErrItemsNotWritten counting the failed Writes, or nil.
+func (e *Exporter) notWrittenError() error {
+	if e.failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d items (the first: %v)", ErrItemsNotWritten, e.failed, e.firstFailure)
+}
+
+// NotWritten returns how many Writes failed, so far: their items are not in
+// the output.
+func (e *Exporter) NotWritten() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
 }
 
 // Abort ends the export without finishing it: the current temporary file

@@ -1,6 +1,8 @@
 package feed
 
 import (
+	"bytes"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -208,8 +210,12 @@ func (e *Exporter) openRegular(final, target string, fi fs.FileInfo, left []*lef
 		e.adopted += l.scan.items
 		e.log.Warn("feed: adopted the items of an unfinished export", "file", l.path, "items", l.scan.items,
 			"discarded_bytes", l.scan.size-l.scan.end, "dest", final)
+	} else if e.opts.appendLines && fi != nil && !e.rotating() {
+		if err := e.carryOver(p, target); err != nil {
+			return nil, err
+		}
 	} else {
-		f, err := createTemp(target, e.opts.durable)
+		f, err := createTemp(target, tmpMarker, e.opts.durable)
 		if err != nil {
 			return nil, err
 		}
@@ -308,10 +314,11 @@ func underProc(name string) bool {
 
 // createTemp creates and locks a new temporary file beside target, open
 // for appending, with the mode os.Create would give (0666 less the umask).
-func createTemp(target string, durable bool) (*os.File, error) {
+// Its name is ".BASE" + marker + a random suffix.
+func createTemp(target, marker string, durable bool) (*os.File, error) {
 	dir, base := filepath.Split(target)
 	for range 1000 {
-		name := filepath.Join(dir, "."+base+tmpMarker+strconv.FormatUint(rand.Uint64(), 36))
+		name := filepath.Join(dir, "."+base+marker+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o666)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -351,4 +358,88 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// copyMarker names a temporary file while Append copies the existing CSV or
+// JSON destination into it: a process killed part way leaves one that holds
+// only some of the old items, which must never be adopted in place of the
+// destination. Only a complete copy is renamed to the leftover pattern.
+const copyMarker = ".copy-"
+
+// carryOver starts part p as a temporary file holding the complete items of
+// the existing destination target (Append for CSV and JSON).
+func (e *Exporter) carryOver(p *part, target string) error {
+	src, err := os.Open(target)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	old := &leftover{f: src, path: target}
+	if old.scan, err = e.scan(src, nil); err != nil {
+		return fmt.Errorf("feed: reading %s: %w", target, err)
+	}
+	if err := e.appendable(old); err != nil {
+		return err
+	}
+	f, err := createTemp(target, copyMarker, e.opts.durable)
+	if err != nil {
+		return err
+	}
+	p.kind, p.file, p.w, p.tmp = toTemp, f, f, f.Name()
+	if old.scan.items > 0 {
+		if _, err := e.copyItems(p, old); err != nil {
+			p.abort()
+			return err
+		}
+	}
+	dir, base := filepath.Split(p.tmp)
+	tmp := filepath.Join(dir, strings.Replace(base, copyMarker, tmpMarker, 1))
+	if err := os.Rename(p.tmp, tmp); err != nil {
+		p.abort()
+		return err
+	}
+	p.tmp = tmp
+	if e.opts.durable {
+		if err := syncDir(filepath.Dir(tmp)); err != nil {
+			p.abort()
+			return err
+		}
+	}
+	return nil
+}
+
+// appendable checks that the scanned destination old is a complete export
+// in e's format, so that carrying its items over loses nothing.
+func (e *Exporter) appendable(old *leftover) error {
+	rest := old.scan.size - old.scan.end
+	complete := rest == 0
+	if e.format == JSON && rest > 0 && rest <= 8 {
+		tail := make([]byte, rest)
+		if _, err := old.f.ReadAt(tail, old.scan.end); err != nil {
+			return err
+		}
+		closing := strings.TrimSpace(string(tail))
+		complete = closing == "]" && old.scan.items > 0 || closing == "[]" && old.scan.items == 0
+	}
+	if e.format == CSV && rest > 0 && old.scan.items == 0 {
+		complete = headerOnly(io.NewSectionReader(old.f, 0, old.scan.size))
+	}
+	if !complete {
+		return fmt.Errorf("%w: %s holds %d bytes after its last complete item (%d items)", ErrNotAppendable, old.path, rest, old.scan.items)
+	}
+	if e.format == CSV && old.scan.items > 0 && e.opts.columns != nil && !slices.Equal(old.scan.header, e.opts.columns) {
+		return fmt.Errorf("%w: %s has the CSV header %q, Columns wants %q", ErrNotAppendable, old.path, old.scan.header, e.opts.columns)
+	}
+	return nil
+}
+
+// headerOnly reports whether r is one CSV record ending in a newline: the
+// header of an export without items.
+func headerOnly(r io.Reader) bool {
+	data, err := io.ReadAll(r)
+	if err != nil || !bytes.HasSuffix(data, []byte("\n")) {
+		return false
+	}
+	records, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	return err == nil && len(records) == 1
 }

@@ -88,8 +88,13 @@ func TestFullDiskLeavesWholeLines(t *testing.T) {
 				}
 				written++
 			}
-			if err := e.Close(); err != nil {
-				t.Fatal(err)
+			// The caller that checks only Close learns of the two items
+			// the full disk refused.
+			if err := e.Close(); !errors.Is(err, feed.ErrItemsNotWritten) || !strings.Contains(err.Error(), ": 2 items") {
+				t.Fatalf("Close after 2 failed Writes: error = %v, want ErrItemsNotWritten counting 2 items", err)
+			}
+			if n := e.NotWritten(); n != 2 {
+				t.Errorf("NotWritten() = %d, want 2", n)
 			}
 			data, err := os.ReadFile(dest)
 			if err != nil {

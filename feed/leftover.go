@@ -54,6 +54,9 @@ func (e *Exporter) leftovers(target string) ([]*leftover, error) {
 	}
 	for _, de := range entries {
 		name := de.Name()
+		if e.staleCopy(dir, de, target) {
+			continue
+		}
 		i := strings.LastIndex(name, tmpMarker)
 		if !strings.HasPrefix(name, ".") || i < 1 || !de.Type().IsRegular() ||
 			name[1:i] != filepath.Base(target) && !e.isPartBase(name[1:i]) {
@@ -260,4 +263,24 @@ func scanCSV(r *io.SectionReader, res *scanResult, fn func(raw []byte, header, r
 		res.end = cr.InputOffset()
 		res.header = header
 	}
+}
+
+// staleCopy removes de when it is the unfinished copy of a dead exporter's
+// Append (see copyMarker) to target, and reports whether it was such a
+// file. A live exporter's copy is locked and left alone.
+func (e *Exporter) staleCopy(dir string, de fs.DirEntry, target string) bool {
+	name := de.Name()
+	i := strings.LastIndex(name, copyMarker)
+	if !strings.HasPrefix(name, ".") || i < 1 || !de.Type().IsRegular() || name[1:i] != filepath.Base(target) {
+		return false
+	}
+	l, err := lockLeftover(filepath.Join(dir, name))
+	if err != nil || l == nil {
+		return true
+	}
+	defer l.f.Close()
+	if err := os.Remove(l.path); err == nil {
+		e.log.Warn("feed: removed the unfinished copy of a killed Append", "file", l.path)
+	}
+	return true
 }

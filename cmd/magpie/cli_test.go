@@ -215,7 +215,8 @@ func TestCLICSVToStdoutInFieldOrder(t *testing.T) {
 	for _, row := range rows[1:] {
 		got[row[0]] = row
 	}
-	if row := got[site.URL+"/p/1"]; !slices.Equal(row, []string{site.URL + "/p/1", "page 1", "/p/0", "next"}) {
+	// a@href is made absolute (issue 28 §5).
+	if row := got[site.URL+"/p/1"]; !slices.Equal(row, []string{site.URL + "/p/1", "page 1", site.URL + "/p/0", "next"}) {
 		t.Errorf("row of /p/1 = %q", row)
 	}
 	if len(rows) != 4 {
@@ -776,22 +777,40 @@ func TestCLILiveProgressFitsTerminal(t *testing.T) {
 	}
 }
 
-// Issue 19 point 6: resuming (--state) into an existing CSV file is refused
-// before anything runs: replacing it would lose the earlier runs' items.
+// Issue 19 point 6, issue 28 §4: a resumed crawl (--state) adds to its CSV
+// output, so the earlier runs' items are never lost: a CSV file it could not
+// add to without losing some (not a complete export) is refused before any
+// request, and left exactly as it was.
 func TestCLIStateKeepsEarlierCSV(t *testing.T) {
+	site, reached, release := newHeldSite(t, 20)
 	dir := t.TempDir()
 	state, out := filepath.Join(dir, "crawl.db"), filepath.Join(dir, "items.csv")
-	for _, name := range []string{state, out} {
-		if err := os.WriteFile(name, []byte("url\nhttp://example.test/\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	cmd, stdout, stderr := startUntil(t, reached, "crawl", site.URL+"/", "--allow-loopback", "--parallel", "1", "-q",
+		"--state", state, "-o", filepath.Join(dir, "first.csv"))
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
-	r := cli(t, "", "crawl", "http://example.test/", "--state", state, "-o", out)
-	if r.code != 2 || !strings.Contains(r.stderr, "can only add to a .jsonl file") {
+	if r := exitResult(t, cmd.Wait(), stdout, stderr); r.code != 130 {
+		t.Fatalf("interrupted run: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	release()
+	torn := "url,status\nhttp://example.test/,200\n\"http://example.test/a"
+	if err := os.WriteFile(out, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hits := site.hitCount("/p/11")
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--parallel", "1", "--state", state, "-o", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "not a complete csv export") {
 		t.Errorf("exit %d, stderr %q; want 2 and why", r.code, r.stderr)
 	}
-	if data, _ := os.ReadFile(out); string(data) != "url\nhttp://example.test/\n" {
+	if data, _ := os.ReadFile(out); string(data) != torn {
 		t.Errorf("items.csv = %q, want it untouched", data)
+	}
+	if n := site.hitCount("/p/11"); n != hits {
+		t.Errorf("the refused run fetched /p/11 %d times", n-hits)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".items.csv*")); len(left) != 0 {
+		t.Errorf("temporary files %q left beside items.csv", left)
 	}
 }
 

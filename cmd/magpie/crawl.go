@@ -35,7 +35,7 @@ type crawlFlags struct {
 	headers, include, exclude          []string
 	excludeExt                         []string
 	quiet, allowLoopback, ignoreRobots bool
-	sitemaps, render                   bool
+	sitemaps, render, resumeOutput     bool
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -62,9 +62,9 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
-	fs.StringVarP(&f.out, "output", "o", "-", `write the items to FILE (.jsonl, .csv or .json); "-" is standard output`)
-	fs.StringVar(&f.format, "format", "", "jsonl, csv or json, for -o - and pipes (default: by the file's extension; jsonl)")
-	fs.Var(&f.fields, "field", "NAME=CSS or NAME=CSS@attr: a field of each page's item, the first match's text (or attribute); repeatable, columns in this order")
+	fs.StringVarP(&f.out, "output", "o", "-", `write the items to FILE (.jsonl or .jl, .csv, .json); "-" is standard output`)
+	fs.StringVar(&f.format, "format", "", "jsonl, csv or json, for -o -, pipes and file names without a known extension (default: by the file's extension; jsonl)")
+	fs.Var(&f.fields, "field", "NAME=CSS or NAME=CSS@attr: a field of each page's item, the first match's text (or attribute; href, src, action, poster, cite and data give absolute URLs); repeatable, columns in this order")
 	fs.StringVar(&f.follow, "follow", "a[href]", "CSS selector of the links to follow")
 	fs.IntVarP(&f.depth, "depth", "d", 0, "maximum depth, the start page being 1 (0: unlimited)")
 	fs.StringVar(&f.scope, "scope", "host", "what links may be followed: host (the start URL's host), subdomains (and its subdomains) or domain (its registrable domain and all subdomains)")
@@ -82,7 +82,8 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 408, 425, 429, 500, 502, 503 or 504 (0: none)")
 	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
-	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume")
+	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume (the output grows, whatever its format)")
+	fs.BoolVar(&f.resumeOutput, "resume-output", false, "carry the items a killed run left in -o's hidden temporary file over into this run's output (a resumed --state crawl does so by itself)")
 	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
 	fs.StringVarP(&f.list, "list", "l", "", `read start URLs from this file, one a line ("-": standard input)`)
 	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
@@ -119,6 +120,9 @@ func (f *fieldFlags) Set(v string) error {
 	if name == "url" {
 		return errors.New(`field name "url" is taken by the page's URL`)
 	}
+	if err := f.checkField(name); err != nil {
+		return err
+	}
 	fl := field{name: name, css: sel}
 	if i := strings.LastIndex(sel, "@"); i > 0 {
 		fl.css, fl.attr = sel[:i], sel[i+1:]
@@ -153,6 +157,9 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		userAgent: f.userAgent, proxy: f.proxy, timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
+	}
+	if err := f.validate(); err != nil {
+		return cfg, err
 	}
 	if f.list != "" {
 		var r io.Reader = cmd.InOrStdin()
@@ -230,6 +237,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
 
 	stderr := cmd.ErrOrStderr()
+	progressTo := stderr
+	if line := sharedLine(cmd.OutOrStdout(), stderr); line != nil {
+		progressTo, out.line = line, line
+	}
 	t, began := &tally{}, time.Now()
 	stopMetrics, stopProgress := func() {}, func() {}
 	started := false
@@ -241,7 +252,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 			}
 			stopMetrics = stop
 		}
-		stopProgress = startProgress(stderr, t, began, f.quiet, 200*time.Millisecond, func() int { return c.Stats().Pending })
+		stopProgress = startProgress(progressTo, t, began, f.quiet, 200*time.Millisecond, func() int { return c.Stats().Pending })
 		started = true
 		return nil
 	}
@@ -249,7 +260,11 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	stopProgress()
 	stopMetrics()
 	if _, ok := errors.AsType[*usageError](crawlErr); ok {
-		return crawlErr
+		return errors.Join(crawlErr, out.abandon())
+	}
+	if errors.Is(crawlErr, errFinished) {
+		sayFinished(stderr, f.state)
+		return out.abandon()
 	}
 	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
 	outErr := out.finish(succeeded)
@@ -275,15 +290,15 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 // open checks the output and opens what the crawl needs besides: the state
 // file and the browser. closeAll closes them.
 func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, closeAll func(), err error) {
-	// A state file that exists is a crawl to resume: its JSON lines output
-	// grows instead of being replaced.
-	resuming := false
-	if f.state != "" {
-		_, statErr := os.Stat(f.state)
-		resuming = statErr == nil
-	}
-	if out, err = planOutput(f.out, f.format, resuming, cfg.columns(), stdout); err != nil {
+	mode := f.outputModeFor()
+	if out, err = planOutput(f.out, f.format, mode, cfg.columns(), stdout); err != nil {
 		return nil, nil, err
+	}
+	if mode.appendItems {
+		// Checked once the state file showed the crawl is not finished.
+		cfg.ready = out.prepare
+	} else if err := out.prepare(); err != nil {
+		return nil, nil, err // before a state file is made
 	}
 	var closers []func() error
 	closeAll = func() {
@@ -294,7 +309,7 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 	if f.state != "" {
 		store, err := sqlitestore.Open(f.state)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--state: %w", err)
+			return nil, nil, errors.Join(fmt.Errorf("--state: %w", err), out.abandon())
 		}
 		closers = append(closers, store.Close)
 		cfg.state = store
@@ -303,7 +318,7 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("--render: %w", err)
+			return nil, nil, errors.Join(fmt.Errorf("--render: %w", err), out.abandon())
 		}
 		closers = append(closers, r.Close)
 		cfg.fetcher = r

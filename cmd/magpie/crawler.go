@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,9 @@ type crawlConfig struct {
 	// onStart, when set, is given the collector before the crawl starts;
 	// an error stops the crawl before it begins.
 	onStart func(*magpie.Collector) error
+	// ready, when set, runs just before the first request (after a --state
+	// run found work to do); an error stops the crawl before it begins.
+	ready func() error
 }
 
 // field is one --field NAME=CSS[@attr]: the text (or attribute) of the
@@ -344,8 +348,16 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	var runErr error
 	if cfg.state != nil {
-		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st)
+		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st, cfg.ready)
+		if _, usage := errors.AsType[*usageError](runErr); usage || errors.Is(runErr, errFinished) {
+			return c.Stats(), runErr // nothing was fetched
+		}
 	} else {
+		if cfg.ready != nil {
+			if err := cfg.ready(); err != nil {
+				return c.Stats(), err
+			}
+		}
 		for _, u := range st.order {
 			if err := c.Visit(u); err != nil {
 				st.fail(u, err)
@@ -441,6 +453,10 @@ func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOpt
 	}
 	if cfg.retries > 0 {
 		opts = append(opts, magpie.RetryPolicy(magpie.RetryOptions{MaxAttempts: cfg.retries + 1}))
+	} else {
+		// --retries 0 means no retries of any kind: not the library's
+		// retries of 429 and 503 with Retry-After either.
+		opts = append(opts, magpie.BusyRetries(0))
 	}
 	if cfg.maxPages > 0 {
 		opts = append(opts, magpie.MaxRequests(uint32(cfg.maxPages)))
@@ -473,7 +489,7 @@ func sitemapURLs(starts []*url.URL) []string {
 // runFromState crawls with the state file as frontier and visited set: the
 // start URLs already crawled there are not fetched again, and the requests
 // left in its queue by a crawl that stopped are taken up.
-func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts) error {
+func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts, ready func() error) error {
 	if err := c.SetStorage(store); err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
@@ -492,6 +508,14 @@ func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.S
 		}
 		if err := q.AddURL(u); err != nil {
 			return fmt.Errorf("--state: %w", err)
+		}
+	}
+	if finished, err := stateFinished(q, st); err != nil || finished {
+		return cmp.Or(err, errFinished)
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return err
 		}
 	}
 	return q.RunContext(ctx, c)
@@ -537,6 +561,10 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 				v := sel.Text()
 				if f.attr != "" {
 					v, _ = sel.Attr(f.attr)
+					if absoluteAttrs[strings.ToLower(f.attr)] && strings.TrimSpace(v) != "" {
+						// A fragment alone resolves to nothing: kept as written.
+						v = cmp.Or(e.Request.AbsoluteURL(strings.TrimSpace(v)), v)
+					}
 				}
 				rec.values = append(rec.values, strings.TrimSpace(v))
 			}

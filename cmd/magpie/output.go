@@ -23,30 +23,50 @@ var formats = map[string]feed.Format{"jsonl": feed.JSONLines, "csv": feed.CSV, "
 // is not regular (a FIFO, /dev/stdout, /dev/null), which is opened and
 // written, never replaced.
 //
-// Nothing is opened before the first item: a crawl that cannot start leaves
-// an existing file as it was. Safe for concurrent use.
+// A regular file is opened before the first request (prepare) and written
+// through a temporary file; a crawl that cannot start aborts it, leaving an
+// existing file as it was. Other outputs are opened at the first item. Safe
+// for concurrent use.
 type output struct {
 	path       string // "-" for standard output
 	format     feed.Format
 	nonRegular bool
-	opts       []feed.Option
-	stdout     io.Writer
+	// appendItems: the output grows instead of being replaced; adopt: a
+	// killed run's items are taken up (feed.Resume).
+	appendItems, adopt bool
+	opts               []feed.Option
+	stdout             io.Writer
+	// line, when set, is the terminal line the live progress report shares
+	// with items written to standard output: it is cleared before each.
+	line *liveLine
 	// onFail is told of the first error opening or writing the output, so
 	// that the crawl stops instead of fetching pages nobody will see.
 	onFail func(error)
 
 	// mu guards everything below.
-	mu   sync.Mutex
-	exp  *feed.Exporter
-	file *os.File // the opened non-regular file
-	err  error    // the first error opening or writing
+	mu    sync.Mutex
+	exp   *feed.Exporter
+	file  *os.File // the opened non-regular file
+	err   error    // the first error opening or writing
+	items int      // written by this run
+}
+
+// outputMode says how a run meets what earlier runs wrote to -o.
+type outputMode struct {
+	// appendItems makes the output grow instead of being replaced: a
+	// resumed --state crawl. JSON lines are appended in place; a CSV or
+	// JSON file's items are carried over into the new file.
+	appendItems bool
+	// adopt takes up the items a killed run left in its temporary file
+	// (feed.Resume): --resume-output, or a resumed --state crawl.
+	adopt bool
 }
 
 // planOutput checks -o and --format before the crawl starts and returns the
 // output, not yet opened. format "" means: by the file's extension, JSON
-// lines for standard output and non-regular files without one. appendLines
-// makes a JSON lines file grow instead of being replaced (a resumed crawl).
-func planOutput(path, format string, appendLines bool, columns []string, stdout io.Writer) (*output, error) {
+// lines for standard output and non-regular files without one; --format
+// names the format of a file whose extension names none.
+func planOutput(path, format string, mode outputMode, columns []string, stdout io.Writer) (*output, error) {
 	o := &output{path: path, stdout: stdout}
 	if path == "" {
 		o.path = "-"
@@ -82,12 +102,15 @@ func planOutput(path, format string, appendLines bool, columns []string, stdout 
 		}
 		return o, nil
 	}
-	// A regular file: feed.Create names the format by the extension.
+	// A regular file: its extension names the format, or --format does.
 	byExt, err := feed.FormatOf(o.path)
-	if err != nil {
-		return nil, usagef("-o %s: the file name's extension picks the format: .jsonl, .csv or .json (--format is for -o - and pipes)", o.path)
-	}
-	if format != "" && named != byExt {
+	switch {
+	case err != nil && format == "":
+		return nil, usagef("-o %s: the extension names no format: use .jsonl (or .jl), .csv or .json, or name it with --format jsonl, csv or json", o.path)
+	case err != nil:
+		byExt = named
+		o.opts = append(o.opts, feed.WithFormat(named))
+	case format != "" && named != byExt:
 		return nil, usagef("-o %s: --format %s contradicts the extension", o.path, format)
 	}
 	o.format = byExt
@@ -100,19 +123,90 @@ func planOutput(path, format string, appendLines bool, columns []string, stdout 
 			return nil, fmt.Errorf("-o %s: %s is not a directory", o.path, dir)
 		}
 	}
-	if appendLines {
-		if o.format != feed.JSONLines {
-			if _, err := os.Stat(o.path); err == nil {
-				// Replacing it would lose the items of the runs before.
-				return nil, usagef("-o %s: a resumed crawl (--state) can only add to a .jsonl file; give a new file name", o.path)
-			}
-		}
-		// Resume adopts the items a killed run left in its temporary file
-		// (CSV, JSON): their pages are acknowledged in the state file and
-		// will not be fetched again.
-		o.opts = append(o.opts, feed.Append(), feed.Resume())
+	if mode.appendItems {
+		o.appendItems = true
+		// The pages of the runs before are acknowledged in the state file
+		// and will not be fetched again: their items must stay.
+		o.opts = append(o.opts, feed.Append())
+	}
+	if mode.adopt {
+		o.adopt = true
+		o.opts = append(o.opts, feed.Resume())
 	}
 	return o, nil
+}
+
+// prepare opens a regular output file before the first request, so that
+// what would refuse it (the leftovers of a killed run, a CSV or JSON file
+// a resumed crawl cannot add to) is said before any page is fetched. JSON
+// lines appended in place are opened at the first item, as other outputs
+// are: nothing can refuse them, and a crawl without items creates no file.
+func (o *output) prepare() error {
+	if o.path == "-" || o.nonRegular || o.format == feed.JSONLines && o.appendItems {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	err := o.openLocked()
+	switch {
+	case errors.Is(err, feed.ErrLeftover) && o.adopt:
+		// Adopting was asked for, and refused: its CSV columns differ.
+		return usagef("-o %s: the items a killed run left in %s have other columns than this run's --field flags: run with the same --field flags, or remove them",
+			o.path, strings.Join(leftoverFiles(o.path), ", "))
+	case errors.Is(err, feed.ErrLeftover):
+		return usagef("-o %s: a run that was killed left items in %s; pass --resume-output to carry them over into this run's output (a resumed --state crawl does so by itself), or remove them",
+			o.path, strings.Join(leftoverFiles(o.path), ", "))
+	case errors.Is(err, feed.ErrNotAppendable):
+		return usagef("-o %s: a resumed --state crawl adds to this file, but it is not a complete %s export: %v; give another -o", o.path, formatName(o.format), err)
+	}
+	return err
+}
+
+// leftoverFiles names the temporary files of killed runs beside path.
+func leftoverFiles(path string) []string {
+	found, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	if len(found) == 0 {
+		return []string{"temporary files beside it"}
+	}
+	return found
+}
+
+// globEscape quotes the characters filepath.Match gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// formatName is the --format name of f.
+func formatName(f feed.Format) string {
+	for name, v := range formats {
+		if v == f {
+			return name
+		}
+	}
+	return "jsonl"
+}
+
+// abandon ends the output of a run that wrote nothing and must leave the
+// file as it was (a finished --state crawl run again).
+func (o *output) abandon() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.exp == nil {
+		return nil
+	}
+	err := o.exp.Abort()
+	if o.file != nil {
+		err = errors.Join(err, o.file.Close())
+	}
+	o.exp = nil
+	return err
 }
 
 // openLocked opens the output; the caller holds mu.
@@ -150,7 +244,14 @@ func (o *output) write(v any) error {
 	}
 	err := o.openLocked()
 	if err == nil {
-		err = o.exp.Write(v)
+		if o.line != nil && o.path == "-" {
+			err = o.line.clearFor(func() error { return o.exp.Write(v) })
+		} else {
+			err = o.exp.Write(v)
+		}
+	}
+	if err == nil {
+		o.items++
 	}
 	if err != nil {
 		o.err = err
@@ -172,6 +273,12 @@ func (o *output) Processor() magpie.ItemProcessor {
 func (o *output) finish(succeeded bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.exp != nil && o.items == 0 && !succeeded && o.err == nil {
+		// Opened before the first request (prepare), never written.
+		err := o.exp.Abort()
+		o.exp = nil
+		return err
+	}
 	if o.exp == nil {
 		if !succeeded || o.err != nil {
 			return o.err

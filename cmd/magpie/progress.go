@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -197,10 +196,11 @@ func progress(ctx context.Context, w io.Writer, t *tally, started time.Time, int
 	}
 }
 
-// terminal reports whether w is a terminal, and a function that returns its
-// width in columns (80 when the size cannot be read).
+// terminal reports whether w is a terminal (an *os.File, or a liveLine), and
+// a function that returns its width in columns (80 when the size cannot be
+// read).
 func terminal(w io.Writer) (bool, func() int) {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return false, nil
 	}
