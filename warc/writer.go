@@ -1,0 +1,436 @@
+package warc
+
+import (
+	"crypto/rand"
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/nlnwa/gowarc/v3"
+
+	"github.com/magpiecrawl/magpie"
+)
+
+// Writer writes the exchanges of a crawl to WARC files in one directory. It
+// implements magpie.Archiver: pass Writer.Option (or magpie.WithArchiver(w))
+// to the collector. Safe for concurrent use. Close it after the crawl: it
+// closes the open file and writes its index. The zero value is not usable;
+// build one with New.
+type Writer struct {
+	dir  string
+	opts options
+	// recOpts builds every record: sha1 digests in base32, as CDXJ and
+	// pywb expect, and bodies past 1 MiB buffered on disk.
+	recOpts []gowarc.WarcRecordOption
+
+	// seenMu guards seen: the first capture of each payload digest.
+	seenMu sync.Mutex
+	seen   map[string]capture
+
+	// mu guards the file and the counts.
+	mu     sync.Mutex
+	file   *warcFile
+	serial int
+	closed bool
+	counts Counts
+	err    error
+}
+
+// capture is what a revisit record refers to.
+type capture struct{ id, uri, date string }
+
+// Counts are the records a Writer wrote, by WARC-Type (revisits apart).
+type Counts struct {
+	Files, Warcinfo, Request, Response, Revisit, Resource int
+	// Truncated counts response records marked WARC-Truncated: length.
+	Truncated int
+}
+
+// New returns a Writer into dir (created if missing). A file a killed crawl
+// left open (name.warc.gz.open) is recovered first: cut after its last
+// whole record, indexed and renamed, so that the new run continues in a new
+// file with the next serial number.
+func New(dir string, opts ...Option) (*Writer, error) {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	w := &Writer{
+		dir: dir, opts: o, seen: make(map[string]capture),
+		recOpts: []gowarc.WarcRecordOption{
+			gowarc.WithDefaultDigestAlgorithm("sha1"),
+			gowarc.WithAddMissingDigest(true),
+			gowarc.WithBufferMaxMemBytes(1 << 20),
+			gowarc.WithRecordIdFunc(newRecordID),
+			gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
+		},
+	}
+	serial, err := recoverDir(dir, o.prefix)
+	if err != nil {
+		return nil, err
+	}
+	w.serial = serial
+	return w, nil
+}
+
+// Option returns the collector option that archives into w.
+func (w *Writer) Option() magpie.CollectorOption { return magpie.WithArchiver(w) }
+
+// Counts returns the records written so far.
+func (w *Writer) Counts() Counts {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counts
+}
+
+// Close closes the open file (renaming it from .open and writing its
+// CDXJ index) and returns the first error the Writer met, if any. Exchanges
+// archived after Close fail with ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.file != nil {
+		if err := w.file.close(); err != nil && w.err == nil {
+			w.err = err
+		}
+		w.file = nil
+	}
+	return w.err
+}
+
+// ArchiveExchange writes x as a request and a response record (a revisit
+// record for a 304, or for a payload already archived in this crawl).
+func (w *Writer) ArchiveExchange(x *magpie.WireExchange) error {
+	err := w.archive(x)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *Writer) archive(x *magpie.WireExchange) error {
+	if err := errors.Join(x.Request.Err(), x.Response.Err()); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecording, err)
+	}
+	hreq, err := http.ReadRequest(bufio.NewReader(x.Request.NewReader()))
+	if err != nil {
+		return fmt.Errorf("%w: request: %w", ErrUnreadableExchange, err)
+	}
+	target := targetURI(x.Scheme, hreq)
+	info, err := inspectResponse(x.Response.NewReader(), hreq)
+	if err != nil {
+		return fmt.Errorf("%w: response of %s: %w", ErrUnreadableExchange, target, err)
+	}
+	date := x.Date.UTC()
+
+	resp, err := w.httpRecord(gowarc.Response, "response", x.Response, target, x.RemoteAddr, date)
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	req, err := w.httpRecord(gowarc.Request, "request", x.Request, target, x.RemoteAddr, date)
+	if err != nil {
+		return err
+	}
+	defer req.Close()
+	if info.truncated {
+		resp.WarcHeader().Set(gowarc.WarcTruncated, "length")
+	}
+	out := resp
+	switch {
+	case info.status == http.StatusNotModified:
+		out, err = resp.ToRevisitRecord(&gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1})
+	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.opts.dedupe:
+		if first, dup := w.firstCapture(resp, target, date); dup {
+			out, err = resp.ToRevisitRecord(&gowarc.RevisitRef{
+				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
+				TargetUri: first.uri, TargetDate: first.date,
+			})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("warc: revisit record for %s: %w", target, err)
+	}
+	if out != resp {
+		defer out.Close()
+	}
+	req.WarcHeader().SetId(gowarc.WarcConcurrentTo, out.RecordId())
+
+	line := cdxLine{
+		target: target, date: date, mime: info.mime, status: info.status,
+		digest: out.WarcHeader().Get(gowarc.WarcPayloadDigest),
+	}
+	if out.Type() == gowarc.Revisit {
+		line.mime = "warc/revisit"
+		if line.digest == "" {
+			line.digest = resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
+		}
+	}
+	return w.write(out, req, line, info.truncated)
+}
+
+// firstCapture records resp's payload digest as archived at target, or
+// returns the capture that archived it first.
+func (w *Writer) firstCapture(resp gowarc.WarcRecord, target string, date time.Time) (capture, bool) {
+	d := resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
+	if d == "" {
+		return capture{}, false
+	}
+	w.seenMu.Lock()
+	defer w.seenMu.Unlock()
+	if c, ok := w.seen[d]; ok {
+		return c, true
+	}
+	w.seen[d] = capture{id: resp.RecordId(), uri: target, date: date.Format(time.RFC3339)}
+	return capture{}, false
+}
+
+// httpRecord builds a request or response record of the bytes b.
+func (w *Writer) httpRecord(t gowarc.RecordType, msgtype string, b *magpie.WireBytes, target, ip string, date time.Time) (gowarc.WarcRecord, error) {
+	rb := newBuilder(t, w.recOpts)
+	if _, err := rb.ReadFrom(b.NewReader()); err != nil {
+		_ = rb.Close()
+		return nil, fmt.Errorf("warc: buffering %s record: %w", msgtype, err)
+	}
+	rb.AddWarcHeader(gowarc.WarcTargetURI, target)
+	rb.AddWarcHeaderTime(gowarc.WarcDate, date)
+	if ip != "" {
+		rb.AddWarcHeader(gowarc.WarcIPAddress, ip)
+	}
+	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype="+msgtype)
+	rec, _, err := rb.Build()
+	if err != nil {
+		return nil, fmt.Errorf("warc: building %s record for %s: %w", msgtype, target, err)
+	}
+	return rec, nil
+}
+
+// targetURI is the URI the request asked for.
+func targetURI(scheme string, r *http.Request) string {
+	if r.URL.IsAbs() {
+		return r.URL.String() // absolute form, through a proxy
+	}
+	return scheme + "://" + r.Host + r.RequestURI
+}
+
+// responseInfo is what the index and the revisit decision need of a response.
+type responseInfo struct {
+	status    int
+	mime      string
+	bodyLen   int64
+	truncated bool
+}
+
+// inspectResponse reads the recorded response as a client would: a body
+// shorter than its framing announces (Content-Length, chunks) was cut.
+func inspectResponse(r io.Reader, req *http.Request) (responseInfo, error) {
+	res, err := http.ReadResponse(bufio.NewReader(r), req)
+	if err != nil {
+		return responseInfo{}, err
+	}
+	defer res.Body.Close()
+	info := responseInfo{status: res.StatusCode, mime: mediaType(res.Header.Get("Content-Type"))}
+	n, err := io.Copy(io.Discard, res.Body)
+	info.bodyLen = n
+	if err != nil {
+		info.truncated = true
+	}
+	return info, nil
+}
+
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if mt == "" {
+		return "unk"
+	}
+	return mt
+}
+
+// write appends the response (or revisit) and request records to the
+// current file, opening or rotating it as needed.
+func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool) error {
+	var a, b bytes.Buffer
+	if err := compress(&a, main); err != nil {
+		return err
+	}
+	if err := compress(&b, req); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.file == nil {
+		f, err := w.open()
+		if err != nil {
+			return err
+		}
+		w.file = f
+	}
+	line.offset = w.file.size
+	line.length = int64(a.Len())
+	line.filename = w.file.name
+	if err := w.file.append(a.Bytes(), b.Bytes(), line); err != nil {
+		return err
+	}
+	switch main.Type() {
+	case gowarc.Revisit:
+		w.counts.Revisit++
+	default:
+		w.counts.Response++
+	}
+	w.counts.Request++
+	if truncated {
+		w.counts.Truncated++
+	}
+	if w.file.size >= w.opts.maxSize {
+		err := w.file.close()
+		w.file = nil
+		return err
+	}
+	return nil
+}
+
+// compress writes rec to dst as one gzip member.
+func compress(dst io.Writer, rec gowarc.WarcRecord) error {
+	zw := gzipPool.Get().(*gzip.Writer)
+	defer gzipPool.Put(zw)
+	zw.Reset(dst)
+	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
+		return fmt.Errorf("warc: writing record: %w", err)
+	}
+	return zw.Close()
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression) // a valid level: no error
+	return zw
+}}
+
+// open starts the next file with its warcinfo record; called under mu.
+func (w *Writer) open() (*warcFile, error) {
+	w.serial++
+	name := fmt.Sprintf("%s-%s-%05d.warc.gz", w.opts.prefix, time.Now().UTC().Format("20060102150405"), w.serial)
+	f, err := createFile(w.dir, name)
+	if err != nil {
+		return nil, err
+	}
+	info, err := w.warcinfo(name)
+	if err == nil {
+		var buf bytes.Buffer
+		if err = compress(&buf, info); err == nil {
+			err = f.append(buf.Bytes(), nil, cdxLine{})
+		}
+		_ = info.Close()
+	}
+	if err != nil {
+		_ = f.close()
+		return nil, err
+	}
+	w.counts.Files++
+	w.counts.Warcinfo++
+	return f, nil
+}
+
+// warcinfo builds the record that opens a file.
+func (w *Writer) warcinfo(name string) (gowarc.WarcRecord, error) {
+	rb := newBuilder(gowarc.Warcinfo, w.recOpts)
+	rb.AddWarcHeaderTime(gowarc.WarcDate, time.Now().UTC())
+	rb.AddWarcHeader(gowarc.WarcFilename, name)
+	rb.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)
+	var body strings.Builder
+	fmt.Fprintf(&body, "software: %s\r\n", w.opts.software)
+	body.WriteString("format: WARC File Format 1.1\r\n")
+	body.WriteString("conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n")
+	for _, kv := range w.opts.info {
+		fmt.Fprintf(&body, "%s: %s\r\n", kv[0], kv[1])
+	}
+	if _, err := rb.WriteString(body.String()); err != nil {
+		_ = rb.Close()
+		return nil, err
+	}
+	rec, _, err := rb.Build()
+	if err != nil {
+		return nil, fmt.Errorf("warc: building warcinfo: %w", err)
+	}
+	return rec, nil
+}
+
+// builderMu serialises gowarc.NewRecordBuilder, which sets a global of
+// github.com/google/uuid (EnableRandPool) without a lock each time it is
+// called; records get their IDs from newRecordID, which does not read it.
+var builderMu sync.Mutex
+
+func newBuilder(t gowarc.RecordType, opts []gowarc.WarcRecordOption) gowarc.WarcRecordBuilder {
+	builderMu.Lock()
+	defer builderMu.Unlock()
+	return gowarc.NewRecordBuilder(t, opts...)
+}
+
+// newRecordID returns a random (version 4) UUID URN.
+func newRecordID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+// Option configures a Writer.
+type Option func(*options)
+
+type options struct {
+	prefix   string
+	maxSize  int64
+	software string
+	info     [][2]string
+	dedupe   bool
+}
+
+// oneLine keeps a warcinfo field on its line.
+var oneLine = strings.NewReplacer("\r", " ", "\n", " ")
+
+func defaultOptions() options {
+	return options{prefix: "magpie", maxSize: 1 << 30, software: "magpie", dedupe: true}
+}
+
+// Prefix sets the start of every file name (default "magpie"): files are
+// named prefix-YYYYMMDDhhmmss-NNNNN.warc.gz.
+func Prefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// MaxFileSize sets the size (compressed bytes) past which a file is closed
+// and the next record starts a new one (default 1 GiB).
+func MaxFileSize(n int64) Option { return func(o *options) { o.maxSize = max(n, 1) } }
+
+// Software names the crawler in each warcinfo record (default "magpie").
+func Software(s string) Option { return func(o *options) { o.software = s } }
+
+// Info adds a field to each warcinfo record (crawl settings: "robots",
+// "obey"; "operator", a name). Fields keep the order they are given in.
+func Info(name, value string) Option {
+	return func(o *options) { o.info = append(o.info, [2]string{oneLine.Replace(name), oneLine.Replace(value)}) }
+}
+
+// NoDedupe writes every 2xx body in full, even one identical to a body
+// already archived in the crawl (default: such a body becomes a revisit
+// record, profile identical-payload-digest).
+func NoDedupe() Option { return func(o *options) { o.dedupe = false } }
