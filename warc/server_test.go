@@ -2,9 +2,9 @@ package warc_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha1"
 	"encoding/base32"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,8 +119,8 @@ func (s *site) requests() int {
 // record is what the tests check of a WARC record.
 type record struct {
 	typ, uri, id, concurrentTo, profile, refersTo, truncated, payloadDigest, ip string
-	block                                                                     []byte
-	file                                                                      string
+	block                                                                       []byte
+	file                                                                        string
 }
 
 // readAll reads every record of the closed WARC files in dir with gowarc's

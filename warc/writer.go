@@ -1,9 +1,9 @@
 package warc
 
 import (
-	"crypto/rand"
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
