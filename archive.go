@@ -109,14 +109,25 @@ func (w *WireBytes) write(p []byte) {
 			return
 		}
 	} else {
+		if w.mem == nil {
+			w.mem = (*wireBufs.Get().(*[]byte))[:0]
+		}
 		w.mem = append(w.mem, p...)
 	}
 	w.size += int64(len(p))
 }
 
+// wireBufs holds the buffers of recorded messages, so that a crawl does not
+// allocate and grow two per exchange.
+var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
 func (w *WireBytes) release() {
 	if w.file != nil {
 		_ = w.file.Close()
+	}
+	if w.mem != nil && cap(w.mem) <= archiveMemLimit {
+		b := w.mem[:0]
+		wireBufs.Put(&b)
 	}
 	w.mem, w.file = nil, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -51,17 +52,15 @@ func cdxPath(path string) string { return strings.TrimSuffix(path, ".warc.gz") +
 // append writes the gzip members a and b, then a's index line. A failed
 // write is cut off again, so the file holds whole records only.
 func (w *warcFile) append(a, b []byte, line cdxLine) error {
-	buf := a
-	if len(b) > 0 {
-		buf = slices.Concat(a, b)
-	}
-	if _, err := w.f.Write(buf); err != nil {
+	buf := net.Buffers{a, b} // one writev
+	n, err := buf.WriteTo(w.f)
+	if err != nil {
 		if terr := w.f.Truncate(w.size); terr == nil {
 			_, _ = w.f.Seek(w.size, io.SeekStart)
 		}
 		return fmt.Errorf("warc: writing %s: %w", w.name, err)
 	}
-	w.size += int64(len(buf))
+	w.size += n
 	if line.target == "" {
 		return nil
 	}

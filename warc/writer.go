@@ -132,7 +132,7 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		return fmt.Errorf("%w: request: %w", ErrUnreadableExchange, err)
 	}
 	target := targetURI(x.Scheme, hreq)
-	info, err := inspectResponse(x.Response.NewReader(), hreq)
+	info, err := inspectResponse(x.Response, hreq)
 	if err != nil {
 		return fmt.Errorf("%w: response of %s: %w", ErrUnreadableExchange, target, err)
 	}
@@ -203,7 +203,9 @@ func (w *Writer) firstCapture(resp gowarc.WarcRecord, target string, date time.T
 // httpRecord builds a request or response record of the bytes b.
 func (w *Writer) httpRecord(t gowarc.RecordType, msgtype string, b *magpie.WireBytes, target, ip string, date time.Time) (gowarc.WarcRecord, error) {
 	rb := newBuilder(t, w.recOpts)
-	if _, err := rb.ReadFrom(b.NewReader()); err != nil {
+	// A message in memory is handed over in one Write (bytes.Reader's
+	// WriteTo), without the builder's 32 KiB read buffer.
+	if _, err := io.Copy(rb, b.NewReader()); err != nil {
 		_ = rb.Close()
 		return nil, fmt.Errorf("warc: buffering %s record: %w", msgtype, err)
 	}
@@ -238,19 +240,44 @@ type responseInfo struct {
 
 // inspectResponse reads the recorded response as a client would: a body
 // shorter than its framing announces (Content-Length, chunks) was cut.
-func inspectResponse(r io.Reader, req *http.Request) (responseInfo, error) {
-	res, err := http.ReadResponse(bufio.NewReader(r), req)
+func inspectResponse(b *magpie.WireBytes, req *http.Request) (responseInfo, error) {
+	src := &byteCount{r: b.NewReader()}
+	br := bufio.NewReader(src)
+	res, err := http.ReadResponse(br, req)
 	if err != nil {
 		return responseInfo{}, err
 	}
 	defer res.Body.Close()
 	info := responseInfo{status: res.StatusCode, mime: mediaType(res.Header.Get("Content-Type"))}
+	if req.Method == http.MethodHead {
+		return info, nil
+	}
+	if res.ContentLength >= 0 && len(res.TransferEncoding) == 0 {
+		// Framed by Content-Length: what was recorded past the headers
+		// tells, without reading the body again.
+		head := src.n - int64(br.Buffered())
+		info.bodyLen = min(b.Len()-head, res.ContentLength)
+		info.truncated = b.Len()-head < res.ContentLength
+		return info, nil
+	}
 	n, err := io.Copy(io.Discard, res.Body)
 	info.bodyLen = n
 	if err != nil {
 		info.truncated = true
 	}
 	return info, nil
+}
+
+// byteCount counts the bytes read through it.
+type byteCount struct {
+	r io.Reader
+	n int64
+}
+
+func (c *byteCount) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func mediaType(ct string) string {
@@ -265,11 +292,19 @@ func mediaType(ct string) string {
 // write appends the response (or revisit) and request records to the
 // current file, opening or rotating it as needed.
 func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool) error {
-	var a, b bytes.Buffer
-	if err := compress(&a, main); err != nil {
+	a, b := bufPool.Get().(*bytes.Buffer), bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		for _, buf := range []*bytes.Buffer{a, b} {
+			if buf.Cap() <= 4<<20 { // a huge one is left to the GC
+				buf.Reset()
+				bufPool.Put(buf)
+			}
+		}
+	}()
+	if err := compress(a, main); err != nil {
 		return err
 	}
-	if err := compress(&b, req); err != nil {
+	if err := compress(b, req); err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -319,10 +354,16 @@ func compress(dst io.Writer, rec gowarc.WarcRecord) error {
 	return zw.Close()
 }
 
+// gzipPool holds the record compressors: gzip's fastest level, since
+// archiving shares the crawl's CPU (a crawl is usually CPU-bound on the
+// parsing side; level 1 costs a few percent of size on HTML).
 var gzipPool = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression) // a valid level: no error
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
 	return zw
 }}
+
+// bufPool holds the buffers records are compressed into.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // open starts the next file with its warcinfo record; called under mu.
 func (w *Writer) open() (*warcFile, error) {
