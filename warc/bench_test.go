@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +53,16 @@ func BenchmarkArchiveCost(b *testing.B) {
 	}
 	srv.Start()
 	defer srv.Close()
+	// cpu is the process's CPU time, a measure the machine's other load
+	// disturbs less than the wall clock.
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var cpuPerPage float64
 	run := func(opts ...magpie.CollectorOption) float64 {
+		c0 := cpu()
 		c := magpie.NewCollector(append(opts, magpie.Async(), magpie.IgnoreRobotsTxt())...)
 		if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: 16}); err != nil {
 			b.Fatal(err)
@@ -69,11 +79,13 @@ func BenchmarkArchiveCost(b *testing.B) {
 			b.Fatalf("crawled %d pages, want %d", n, pages)
 		}
 		b.Logf("%d connections", conns.Swap(0))
+		cpuPerPage = float64(cpu()-c0) / float64(time.Millisecond) / float64(n)
 		return float64(n) / time.Since(start).Seconds()
 	}
-	var plain, archived float64
+	var plain, archived, plainCPU, archivedCPU float64
 	for b.Loop() {
 		plain = run()
+		plainCPU = cpuPerPage
 		w, err := warc.New(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
@@ -82,8 +94,11 @@ func BenchmarkArchiveCost(b *testing.B) {
 		if err := w.Close(); err != nil {
 			b.Fatal(err)
 		}
+		archivedCPU = cpuPerPage
 	}
 	b.ReportMetric(plain, "plain-pages/s")
 	b.ReportMetric(archived, "archived-pages/s")
 	b.ReportMetric(archived/plain, "ratio")
+	b.ReportMetric(plainCPU, "plain-cpu-ms/page")
+	b.ReportMetric(archivedCPU, "archived-cpu-ms/page")
 }
