@@ -28,12 +28,35 @@ type Archiver interface {
 	ArchiveExchange(x *WireExchange) error
 }
 
+// FetchArchiver is an optional interface of an Archiver: it is also given
+// each page a Fetcher downloaded (render's DOM after scripts ran), which
+// never crosses the collector's transport. It is called from the download
+// worker once Fetch returned a result, with the request the Fetcher was
+// given and the moment it was asked; the same rules as ArchiveExchange hold.
+type FetchArchiver interface {
+	ArchiveFetched(fr *FetchRequest, res *FetchResult, date time.Time) error
+}
+
+// archiveFetched hands a Fetcher's result to the Archiver, if it takes them.
+func (c *Collector) archiveFetched(fr *FetchRequest, res *FetchResult, date time.Time) {
+	b := c.shared.backend
+	b.mu.RLock()
+	a, _ := b.archiver.(FetchArchiver)
+	b.mu.RUnlock()
+	if a == nil {
+		return
+	}
+	if err := a.ArchiveFetched(fr, res, date); err != nil {
+		c.logger.Warn("archiving a fetched page", "url", fr.URL.Redacted(), "err", err)
+	}
+}
+
 // WithArchiver hands every exchange of the collector and its clones to a.
 // To see the bytes on the wire, magpie wraps the connections its
 // *http.Transport dials: it speaks HTTP/1.1 only (no HTTP/2) and makes the TLS
 // handshake itself. Exchanges sent through a RoundTripper that is not an
-// *http.Transport, HTTPS through a proxy, and pages a Fetcher downloads are
-// not seen. Set it before the crawl starts; nil turns archiving off.
+// *http.Transport and HTTPS through a proxy are not seen; pages a Fetcher
+// downloads reach an Archiver that is also a FetchArchiver. Set it before the crawl starts; nil turns archiving off.
 func WithArchiver(a Archiver) CollectorOption {
 	return func(c *Collector) { c.shared.backend.setArchiver(a) }
 }

@@ -184,6 +184,49 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	return w.write(out, req, line, info.truncated)
 }
 
+// renderedScheme prefixes the URI of a page a Fetcher downloaded (render's
+// DOM after scripts ran): the record is not what the server sent, so it
+// must not be replayed as the URL's capture.
+const renderedScheme = "urn:magpie:dom:"
+
+// ArchiveFetched writes a page a Fetcher downloaded (render's DOM after
+// scripts ran) as a resource record whose WARC-Target-URI is the page's
+// URL behind urn:magpie:dom:, so that replay tools do not take it for the
+// server's response. It is not listed in the CDXJ index.
+func (w *Writer) ArchiveFetched(fr *magpie.FetchRequest, res *magpie.FetchResult, date time.Time) error {
+	u := fr.URL
+	if res.FinalURL != nil {
+		u = res.FinalURL
+	}
+	target := renderedScheme + u.String()
+	rb := newBuilder(gowarc.Resource, w.recOpts)
+	if _, err := rb.Write(res.Body); err != nil {
+		_ = rb.Close()
+		return fmt.Errorf("warc: buffering resource record: %w", err)
+	}
+	rb.AddWarcHeader(gowarc.WarcTargetURI, target)
+	rb.AddWarcHeaderTime(gowarc.WarcDate, date.UTC())
+	ct := res.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "text/html"
+	}
+	rb.AddWarcHeader(gowarc.ContentType, ct)
+	rec, _, err := rb.Build()
+	if err != nil {
+		return fmt.Errorf("warc: building resource record for %s: %w", target, err)
+	}
+	defer rec.Close()
+	err = w.write(rec, nil, cdxLine{}, false)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	return err
+}
+
 // firstCapture records resp's payload digest as archived at target, or
 // returns the capture that archived it first.
 func (w *Writer) firstCapture(resp gowarc.WarcRecord, target string, date time.Time) (capture, bool) {
@@ -289,8 +332,9 @@ func mediaType(ct string) string {
 	return mt
 }
 
-// write appends the response (or revisit) and request records to the
-// current file, opening or rotating it as needed.
+// write appends the response (revisit, resource) record and the request
+// record (nil: none) to the current file, opening or rotating it as needed;
+// line, unless empty, indexes the first.
 func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool) error {
 	a, b := bufPool.Get().(*bytes.Buffer), bufPool.Get().(*bytes.Buffer)
 	defer func() {
@@ -304,8 +348,10 @@ func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool
 	if err := compress(a, main); err != nil {
 		return err
 	}
-	if err := compress(b, req); err != nil {
-		return err
+	if req != nil {
+		if err := compress(b, req); err != nil {
+			return err
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -328,10 +374,14 @@ func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool
 	switch main.Type() {
 	case gowarc.Revisit:
 		w.counts.Revisit++
+	case gowarc.Resource:
+		w.counts.Resource++
 	default:
 		w.counts.Response++
 	}
-	w.counts.Request++
+	if req != nil {
+		w.counts.Request++
+	}
 	if truncated {
 		w.counts.Truncated++
 	}
