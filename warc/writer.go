@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base32"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -28,7 +31,7 @@ type Writer struct {
 	opts options
 	// recOpts builds every record: sha1 digests in base32, as CDXJ and
 	// pywb expect, and bodies past 1 MiB buffered on disk.
-	recOpts []gowarc.WarcRecordOption
+	recOpts, httpOpts []gowarc.WarcRecordOption
 
 	// seenMu guards seen: the first capture of each payload digest.
 	seenMu sync.Mutex
@@ -69,6 +72,14 @@ func New(dir string, opts ...Option) (*Writer, error) {
 			gowarc.WithAddMissingDigest(true),
 			gowarc.WithBufferMaxMemBytes(1 << 20),
 			gowarc.WithRecordIdFunc(newRecordID),
+		},
+		// httpOpts build request and response records, whose digests
+		// digests computes in one pass: the builder checks nothing again.
+		httpOpts: []gowarc.WarcRecordOption{
+			gowarc.WithDefaultDigestAlgorithm("sha1"),
+			gowarc.WithBufferMaxMemBytes(1 << 20),
+			gowarc.WithRecordIdFunc(newRecordID),
+			gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
 			gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
 		},
 	}
@@ -245,7 +256,13 @@ func (w *Writer) firstCapture(resp gowarc.WarcRecord, target string, date time.T
 
 // httpRecord builds a request or response record of the bytes b.
 func (w *Writer) httpRecord(t gowarc.RecordType, msgtype string, b *magpie.WireBytes, target, ip string, date time.Time) (gowarc.WarcRecord, error) {
-	rb := newBuilder(t, w.recOpts)
+	block, payload, err := digests(b.NewReader())
+	if err != nil {
+		return nil, fmt.Errorf("warc: reading the recorded %s: %w", msgtype, err)
+	}
+	rb := newBuilder(t, w.httpOpts)
+	rb.AddWarcHeader(gowarc.WarcBlockDigest, block)
+	rb.AddWarcHeader(gowarc.WarcPayloadDigest, payload)
 	// A message in memory is handed over in one Write (bytes.Reader's
 	// WriteTo), without the builder's 32 KiB read buffer.
 	if _, err := io.Copy(rb, b.NewReader()); err != nil {
@@ -264,6 +281,49 @@ func (w *Writer) httpRecord(t gowarc.RecordType, msgtype string, b *magpie.WireB
 	}
 	return rec, nil
 }
+
+// digests returns the sha1 digests (base32) of a recorded HTTP message:
+// of all its bytes (WARC-Block-Digest) and of those after its header
+// (WARC-Payload-Digest), in one pass.
+func digests(r io.Reader) (block, payload string, err error) {
+	hb, hp := sha1.New(), sha1.New()
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	m := 0 // how much of "\r\n\r\n" ends what was read; 4: in the body
+	for {
+		n, rerr := r.Read(*bp)
+		p := (*bp)[:n]
+		hb.Write(p)
+		for i := 0; m < 4 && i < len(p); i++ {
+			switch c := p[i]; {
+			case c == '\r' && m%2 == 0:
+				m++
+			case c == '\n' && m%2 == 1:
+				m++
+			case c == '\r':
+				m = 1
+			default:
+				m = 0
+			}
+			if m == 4 {
+				p = p[i+1:] // the loop ends: m is 4
+			}
+		}
+		if m == 4 {
+			hp.Write(p)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return "", "", rerr
+		}
+	}
+	enc := func(h hash.Hash) string { return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil)) }
+	return enc(hb), enc(hp), nil
+}
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // targetURI is the URI the request asked for.
 func targetURI(scheme string, r *http.Request) string {
