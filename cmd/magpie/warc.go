@@ -9,7 +9,7 @@ import (
 )
 
 // warcUsage is the help of --warc.
-const warcUsage = "also write every exchange (pages, redirects, errors, robots.txt) to WARC files in DIR, gzipped, with a CDXJ index beside each; an earlier run's open file is recovered and a new one started"
+const warcUsage = "also write every exchange (pages, redirects, errors, robots.txt) to WARC files in `DIR`, gzipped, with a CDXJ index beside each; an earlier run's open file is recovered and a new one started"
 
 // startWARC opens the WARC writer --warc asks for and has the crawl's
 // collector archive into it. finish closes the writer (its last file and
