@@ -239,6 +239,7 @@ func (c *Collector) fetchWith(ctx context.Context, cfg *config, req *Request, f 
 		}
 		return out, err
 	}
+	c.archiveFetched(fr, res, start)
 	final := res.FinalURL
 	if final == nil {
 		final = &u

@@ -42,6 +42,9 @@ type httpBackend struct {
 	// (guarded by mu); guarded is the transport it was last applied to.
 	guard   *netGuard
 	guarded http.RoundTripper
+	// archiver, when set by WithArchiver, receives every exchange (guarded
+	// by mu); the transport is wrapped to record them (see applyGuard).
+	archiver Archiver
 	// schemes caches, for the current client, whether its transport serves
 	// a scheme other than http and https (guarded by mu; reset by update).
 	schemes map[string]bool
@@ -133,10 +136,10 @@ func (b *httpBackend) setGuard(g *netGuard) {
 	b.applyGuard()
 }
 
-// applyGuard puts the guard on the client's transport if it is not there
-// yet; called under mu.
+// applyGuard puts the guard, then the archive recording, on the client's
+// transport if they are not there yet; called under mu.
 func (b *httpBackend) applyGuard() {
-	if b.guard == nil || (b.guarded != nil && b.client.Transport == b.guarded) {
+	if (b.guard == nil && b.archiver == nil) || (b.guarded != nil && b.client.Transport == b.guarded) {
 		return
 	}
 	rt := b.client.Transport
@@ -149,8 +152,13 @@ func (b *httpBackend) applyGuard() {
 		b.guarded = b.client.Transport
 		return
 	}
-	g := b.guard.guard(t, t == b.own)
-	b.client.Transport, b.guarded = g, g
+	if b.guard != nil {
+		t = b.guard.guard(t, t == b.own)
+	}
+	if b.archiver != nil {
+		t = archiveTransport(t)
+	}
+	b.client.Transport, b.guarded = t, t
 }
 
 // keepIdleFor makes magpie's own transport keep an idle connection per
@@ -450,7 +458,7 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	if req.ticket.HasGap() {
 		hreq = withSentReport(hreq, req.ticket)
 	}
-	res, err := c.shared.backend.get().Do(hreq)
+	res, err := c.do(hreq)
 	// A transport that reported nothing (not an *http.Transport, or a
 	// failed dial) is taken to have reached the server by its return.
 	req.ticket.Sent(time.Now())
@@ -529,7 +537,7 @@ func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (status int, bo
 	if t.HasGap() {
 		hreq = withSentReport(hreq, t)
 	}
-	res, err := c.shared.backend.get().Do(hreq)
+	res, err := c.do(hreq)
 	t.Sent(time.Now())
 	if err != nil {
 		return 0, nil, err

@@ -31,6 +31,7 @@ type crawlFlags struct {
 	out, format, follow, metrics       string
 	userAgent, proxy, scope, state     string
 	list, config                       string
+	warc                               string
 	fields                             fieldFlags
 	headers, include, exclude          []string
 	excludeExt                         []string
@@ -87,6 +88,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
 	fs.StringVarP(&f.list, "list", "l", "", `read start URLs from this file, one a line ("-": standard input)`)
 	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
+	fs.StringVar(&f.warc, "warc", "", warcUsage)
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
@@ -256,7 +258,12 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		started = true
 		return nil
 	}
+	finishWARC, err := f.startWARC(&cfg)
+	if err != nil {
+		return err
+	}
 	stats, crawlErr := crawl(ctx, cfg, t, out.Processor())
+	crawlErr = errors.Join(crawlErr, finishWARC())
 	stopProgress()
 	stopMetrics()
 	if _, ok := errors.AsType[*usageError](crawlErr); ok {

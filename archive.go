@@ -1,0 +1,368 @@
+package magpie
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"sync"
+	"time"
+)
+
+// Archiver receives every HTTP exchange the Collector makes, as it crossed
+// the wire: the request as written and the response as read, with their
+// status line, headers and body bytes untouched (chunked framing and content
+// encodings as they came). Pages, redirect hops, CheckHead requests,
+// robots.txt fetches and error statuses all reach it. Package
+// github.com/magpiecrawl/magpie/warc writes them to WARC files.
+//
+// ArchiveExchange is called from download workers, many at once, after the
+// response's body was closed; it must be safe for concurrent use, must not
+// call back into the Collector, and must not keep x or read it after
+// returning. An error it returns is logged at Warn; the crawl goes on.
+type Archiver interface {
+	ArchiveExchange(x *WireExchange) error
+}
+
+// FetchArchiver is an optional interface of an Archiver: it is also given
+// each page a Fetcher downloaded (render's DOM after scripts ran), which
+// never crosses the collector's transport. It is called from the download
+// worker once Fetch returned a result, with the request the Fetcher was
+// given and the moment it was asked; the same rules as ArchiveExchange hold.
+type FetchArchiver interface {
+	ArchiveFetched(fr *FetchRequest, res *FetchResult, date time.Time) error
+}
+
+// archiveFetched hands a Fetcher's result to the Archiver, if it takes them.
+func (c *Collector) archiveFetched(fr *FetchRequest, res *FetchResult, date time.Time) {
+	b := c.shared.backend
+	b.mu.RLock()
+	a, _ := b.archiver.(FetchArchiver)
+	b.mu.RUnlock()
+	if a == nil {
+		return
+	}
+	if err := a.ArchiveFetched(fr, res, date); err != nil {
+		c.logger.Warn("archiving a fetched page", "url", fr.URL.Redacted(), "err", err)
+	}
+}
+
+// WithArchiver hands every exchange of the collector and its clones to a.
+// To see the bytes on the wire, magpie wraps the connections its
+// *http.Transport dials: it speaks HTTP/1.1 only (no HTTP/2) and makes the TLS
+// handshake itself. Exchanges sent through a RoundTripper that is not an
+// *http.Transport and HTTPS through a proxy are not seen; pages a Fetcher
+// downloads reach an Archiver that is also a FetchArchiver. Set it before the crawl starts; nil turns archiving off.
+func WithArchiver(a Archiver) CollectorOption {
+	return func(c *Collector) { c.shared.backend.setArchiver(a) }
+}
+
+// WireExchange is one request and its response on a connection. It is only
+// valid during the ArchiveExchange call it is passed to.
+type WireExchange struct {
+	// Scheme is "http" or "https" (the bytes are the plaintext inside TLS).
+	Scheme string
+	// RemoteAddr is the IP address of the server (or proxy) the connection reached.
+	RemoteAddr string
+	// Date is when the connection was handed to the request, before any of
+	// its bytes were written.
+	Date time.Time
+	// Request is the request as written: request line, headers and body.
+	Request *WireBytes
+	// Response is the response as read: status line, headers and body up
+	// to where the Collector stopped reading (MaxBodySize cuts it short;
+	// compare its length with the headers to tell).
+	Response *WireBytes
+}
+
+// archiveMemLimit is how many bytes of one message are kept in memory;
+// beyond it the message goes to a temporary file.
+const archiveMemLimit = 1 << 20
+
+// WireBytes holds one recorded message, in memory while small and in an
+// unlinked temporary file beyond that. Its zero value is empty.
+type WireBytes struct {
+	mem  []byte
+	file *os.File
+	size int64
+	err  error
+}
+
+// Len returns the number of bytes recorded.
+func (w *WireBytes) Len() int64 { return w.size }
+
+// Err returns the error that stopped the recording (a temporary file that
+// could not be written), or nil: the message is then complete as read.
+func (w *WireBytes) Err() error { return w.err }
+
+// NewReader returns a reader of the recorded bytes from the start; each call
+// returns a new, independent reader.
+func (w *WireBytes) NewReader() io.Reader {
+	if w.file != nil {
+		return io.NewSectionReader(w.file, 0, w.size)
+	}
+	return bytes.NewReader(w.mem)
+}
+
+func (w *WireBytes) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	if w.file == nil && int64(len(w.mem)+len(p)) > archiveMemLimit {
+		f, err := os.CreateTemp("", "magpie-wire-*")
+		if err != nil {
+			w.err = err
+			return
+		}
+		_ = os.Remove(f.Name()) // unlinked: nothing is left behind, even by a crash
+		w.file = f
+		if _, err := f.Write(w.mem); err != nil {
+			w.err = err
+			return
+		}
+		w.mem = nil
+	}
+	if w.file != nil {
+		if _, err := w.file.Write(p); err != nil {
+			w.err = err
+			return
+		}
+	} else {
+		if w.mem == nil {
+			w.mem = (*wireBufs.Get().(*[]byte))[:0]
+		}
+		w.mem = append(w.mem, p...)
+	}
+	w.size += int64(len(p))
+}
+
+// wireBufs holds the buffers of recorded messages, so that a crawl does not
+// allocate and grow two per exchange.
+var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+func (w *WireBytes) release() {
+	if w.file != nil {
+		_ = w.file.Close()
+	}
+	if w.mem != nil && cap(w.mem) <= archiveMemLimit {
+		b := w.mem[:0]
+		wireBufs.Put(&b)
+	}
+	w.mem, w.file = nil, nil
+}
+
+// recordConn is a connection whose bytes are copied to the exchange it is
+// serving.
+type recordConn struct {
+	net.Conn
+	scheme string
+	// mu guards turn, the exchange the connection serves now (nil: none);
+	// the transport reads and writes from two goroutines.
+	mu   sync.Mutex
+	turn *WireExchange
+}
+
+func (c *recordConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		if c.turn != nil {
+			c.turn.Response.write(p[:n])
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *recordConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.mu.Lock()
+		if c.turn != nil {
+			c.turn.Request.write(p[:n])
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// begin makes the connection record into a new exchange.
+func (c *recordConn) begin() *WireExchange {
+	x := &WireExchange{Scheme: c.scheme, Date: time.Now(), Request: &WireBytes{}, Response: &WireBytes{}}
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		x.RemoteAddr = ta.IP.String()
+	} else if h, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
+		x.RemoteAddr = h
+	}
+	c.mu.Lock()
+	c.turn = x
+	c.mu.Unlock()
+	return x
+}
+
+// end stops recording into x.
+func (c *recordConn) end(x *WireExchange) {
+	c.mu.Lock()
+	if c.turn == x {
+		c.turn = nil
+	}
+	c.mu.Unlock()
+}
+
+// archiveMark, a key of TLSNextProto that no server negotiates, marks a
+// transport whose dials record (a clone keeps it, and with it the dials).
+const archiveMark = "magpie-archive"
+
+// archiveTransport returns a clone of t whose connections record, speaking
+// HTTP/1.1 only; t itself when it records already.
+func archiveTransport(t *http.Transport) *http.Transport {
+	if _, ok := t.TLSNextProto[archiveMark]; ok {
+		return t
+	}
+	t = t.Clone()
+	plain, userTLS := t.DialContext, t.DialTLSContext
+	if plain == nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		plain = d.DialContext
+	}
+	// A non-nil TLSNextProto without "h2" keeps HTTP/2 off.
+	t.ForceAttemptHTTP2 = false
+	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{archiveMark: nil}
+	cfg := t.TLSClientConfig
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := plain(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &recordConn{Conn: conn, scheme: "http"}, nil
+	}
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if userTLS != nil {
+			// The user's TLS dial: its connection carries plaintext.
+			conn, err := userTLS(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &recordConn{Conn: conn, scheme: "https"}, nil
+		}
+		raw, err := plain(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := &tls.Config{}
+		if cfg != nil {
+			c = cfg.Clone()
+		}
+		if c.ServerName == "" {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				c.ServerName = host
+			}
+		}
+		c.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(raw, c)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		return &recordConn{Conn: tc, scheme: "https"}, nil
+	}
+	return t
+}
+
+// setArchiver sets (nil: removes) the Archiver and wraps the transport.
+func (b *httpBackend) setArchiver(a Archiver) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.archiver, b.guarded = a, nil
+	b.applyGuard()
+}
+
+// archiveSession follows one client.Do through its redirect hops: each hop
+// is an exchange on the connection the transport handed it.
+type archiveSession struct {
+	a      Archiver
+	c      *Collector
+	closed sync.Once
+	// mu guards hops and cur.
+	mu   sync.Mutex
+	hops []*WireExchange
+	cur  *recordConn
+}
+
+func (s *archiveSession) gotConn(info httptrace.GotConnInfo) {
+	rc, _ := info.Conn.(*recordConn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endHop()
+	if rc == nil {
+		return // not a connection magpie dialled (HTTPS through a proxy)
+	}
+	s.cur = rc
+	s.hops = append(s.hops, rc.begin())
+}
+
+// endHop stops the current hop's recording; called under mu.
+func (s *archiveSession) endHop() {
+	if s.cur != nil && len(s.hops) > 0 {
+		s.cur.end(s.hops[len(s.hops)-1])
+	}
+	s.cur = nil
+}
+
+// finish hands every recorded hop to the Archiver, once.
+func (s *archiveSession) finish() {
+	s.closed.Do(func() {
+		s.mu.Lock()
+		s.endHop()
+		hops := s.hops
+		s.hops = nil
+		s.mu.Unlock()
+		for _, x := range hops {
+			if x.Request.Len() > 0 && x.Response.Len() > 0 {
+				if err := s.a.ArchiveExchange(x); err != nil {
+					s.c.logger.Warn("archiving an exchange", "err", err)
+				}
+			}
+			x.Request.release()
+			x.Response.release()
+		}
+	})
+}
+
+// archivedBody archives the exchange once the response body is closed.
+type archivedBody struct {
+	io.ReadCloser
+	s *archiveSession
+}
+
+func (b *archivedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.s.finish()
+	return err
+}
+
+// do sends hreq with the collector's client; with an Archiver, its exchanges
+// (redirect hops included) are archived when the response body is closed, or
+// at once when there is no response.
+func (c *Collector) do(hreq *http.Request) (*http.Response, error) {
+	b := c.shared.backend
+	b.mu.RLock()
+	client, a := b.client, b.archiver
+	b.mu.RUnlock()
+	if a == nil {
+		return client.Do(hreq)
+	}
+	s := &archiveSession{a: a, c: c}
+	hreq = hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{GotConn: s.gotConn}))
+	res, err := client.Do(hreq)
+	if err != nil {
+		s.finish()
+		return res, err
+	}
+	res.Body = &archivedBody{ReadCloser: res.Body, s: s}
+	return res, nil
+}

@@ -1,0 +1,79 @@
+package magpie
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// spyArchiver keeps a copy of every exchange it is given.
+type spyArchiver struct {
+	mu  sync.Mutex
+	got []string // "scheme ip | request head | response bytes"
+}
+
+func (s *spyArchiver) ArchiveExchange(x *WireExchange) error {
+	req, _ := io.ReadAll(x.Request.NewReader())
+	resp, _ := io.ReadAll(x.Response.NewReader())
+	if int64(len(req)) != x.Request.Len() || int64(len(resp)) != x.Response.Len() {
+		return fmt.Errorf("Len() %d/%d, read %d/%d", x.Request.Len(), x.Response.Len(), len(req), len(resp))
+	}
+	head, _, _ := strings.Cut(string(req), "\r\n")
+	s.mu.Lock()
+	s.got = append(s.got, x.Scheme+" "+x.RemoteAddr+" | "+head+" | "+string(resp))
+	s.mu.Unlock()
+	return nil
+}
+
+// TestArchiverSeesTheWire checks that WithArchiver hands over robots.txt, a
+// redirect hop and the page it led to, each as the bytes on the wire: the
+// gzip body still compressed, the callbacks still given the decoded page.
+func TestArchiverSeesTheWire(t *testing.T) {
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	fmt.Fprint(zw, "<html><title>Deep</title></html>")
+	_ = zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\n")
+		case "/old":
+			http.Redirect(w, r, "/new", http.StatusMovedPermanently)
+		case "/new":
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(zipped.Bytes())
+		}
+	}))
+	defer srv.Close()
+	spy := &spyArchiver{}
+	c := NewCollector(WithArchiver(spy))
+	var title string
+	c.OnHTML("title", func(e *HTMLElement) { title = e.Text })
+	if err := c.Visit(srv.URL + "/old"); err != nil {
+		t.Fatal(err)
+	}
+	if title != "Deep" {
+		t.Errorf("OnHTML saw title %q, want the decoded page's", title)
+	}
+	if len(spy.got) != 3 {
+		t.Fatalf("archived %d exchanges, want 3 (robots.txt, /old, /new): %q", len(spy.got), spy.got)
+	}
+	for i, want := range []string{"GET /robots.txt HTTP/1.1", "GET /old HTTP/1.1", "GET /new HTTP/1.1"} {
+		if !strings.HasPrefix(spy.got[i], "http 127.0.0.1 | "+want+" | HTTP/1.1 ") {
+			t.Errorf("exchange %d = %.80q, want %q from 127.0.0.1", i, spy.got[i], want)
+		}
+	}
+	if !strings.Contains(spy.got[1], "HTTP/1.1 301 ") {
+		t.Errorf("redirect hop archived as %.80q", spy.got[1])
+	}
+	if !strings.HasSuffix(spy.got[2], "\r\n\r\n"+zipped.String()) {
+		t.Errorf("the gzip body was not archived as sent: %q", spy.got[2])
+	}
+}

@@ -1,0 +1,104 @@
+package warc_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/warc"
+)
+
+// benchPages is the size of the benchmark's site (MAGPIE_WARC_BENCH_PAGES
+// overrides it, e.g. 20000 for the issue's measure).
+func benchPages() int {
+	if n, err := strconv.Atoi(os.Getenv("MAGPIE_WARC_BENCH_PAGES")); err == nil && n > 0 {
+		return n
+	}
+	return 2000
+}
+
+// BenchmarkArchiveCost crawls the same site of distinct ~6 KB pages with
+// and without archiving and reports both rates and their ratio
+// (archived/plain; the issue asks for at least 0.85). Run it alone:
+//
+//	go test -run '^$' -bench ArchiveCost -benchtime 1x ./warc/
+func BenchmarkArchiveCost(b *testing.B) {
+	pages := benchPages()
+	filler := strings.Repeat("<p>Second-hand and new books, picked with care, shelved by hand.</p>\n", 80)
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><head><title>Page %d</title></head><body>%s", n, filler)
+		for k := 1; k <= 4; k++ {
+			if m := n*4 + k; m < pages {
+				fmt.Fprintf(w, `<a href="/p/%d">%d</a>`, m, m)
+			}
+		}
+		fmt.Fprint(w, "</body></html>")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	// cpu is the process's CPU time, a measure the machine's other load
+	// disturbs less than the wall clock.
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var cpuPerPage float64
+	run := func(opts ...magpie.CollectorOption) float64 {
+		c0 := cpu()
+		c := magpie.NewCollector(append(opts, magpie.Async(), magpie.IgnoreRobotsTxt())...)
+		if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: 16}); err != nil {
+			b.Fatal(err)
+		}
+		c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+		n := 0
+		c.OnScraped(func(*magpie.Response) { n++ })
+		start := time.Now()
+		if err := c.Visit(srv.URL + "/p/0"); err != nil {
+			b.Fatal(err)
+		}
+		c.Wait()
+		if n != pages {
+			b.Fatalf("crawled %d pages, want %d", n, pages)
+		}
+		b.Logf("%d connections", conns.Swap(0))
+		cpuPerPage = float64(cpu()-c0) / float64(time.Millisecond) / float64(n)
+		return float64(n) / time.Since(start).Seconds()
+	}
+	var plain, archived, plainCPU, archivedCPU float64
+	for b.Loop() {
+		plain = run()
+		plainCPU = cpuPerPage
+		w, err := warc.New(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		archived = run(w.Option())
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		archivedCPU = cpuPerPage
+	}
+	b.ReportMetric(plain, "plain-pages/s")
+	b.ReportMetric(archived, "archived-pages/s")
+	b.ReportMetric(archived/plain, "ratio")
+	b.ReportMetric(plainCPU, "plain-cpu-ms/page")
+	b.ReportMetric(archivedCPU, "archived-cpu-ms/page")
+}

@@ -1,0 +1,32 @@
+// Package warc writes the HTTP exchanges of a magpie crawl to WARC/1.1
+// files (ISO 28500) that web-archiving tools index and replay:
+//
+//	w, err := warc.New("archive", warc.Prefix("shop"))
+//	if err != nil {
+//		return err
+//	}
+//	defer w.Close()
+//	c := magpie.NewCollector(w.Option())
+//	err = c.Visit("https://example.com/")
+//
+// Each file opens with a warcinfo record; each exchange (pages, redirect
+// hops, error statuses, robots.txt) is a response record with the bytes as
+// read off the connection (status line, headers, body with its transfer
+// and content encodings) and a request record with the bytes as written,
+// linked by WARC-Concurrent-To and carrying WARC-Target-URI, WARC-Date,
+// WARC-IP-Address, WARC-Block-Digest and WARC-Payload-Digest (sha1, base32).
+// A 304 becomes a revisit record (profile server-not-modified), and so does
+// a 2xx body identical to one already archived by the Writer (profile
+// identical-payload-digest, referring to the first capture). A body cut by
+// MaxBodySize is marked WARC-Truncated: length.
+//
+// Files are gzip-compressed record by record, named
+// prefix-YYYYMMDDhhmmss-NNNNN.warc.gz, and rotated past MaxFileSize. A file
+// is written as name.warc.gz.open and renamed when closed, with its CDXJ
+// index (pywb's format) beside it as name.cdxj. New recovers a file a killed
+// crawl left open: it keeps every whole record, renames the file and
+// indexes it; the new run writes a new file.
+//
+// The records are built with github.com/nlnwa/gowarc/v3, which is why this
+// is a module of its own: a program that does not archive does not build it.
+package warc

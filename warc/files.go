@@ -1,0 +1,295 @@
+package warc
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// openSuffix marks a file still being written: no reader opens it, and a
+// crawl killed while it was open leaves it for New to recover.
+const openSuffix = ".open"
+
+// warcFile is the WARC file being written and its index lines. Owned by
+// the Writer under its mu.
+type warcFile struct {
+	dir, name string // name is the final name, without openSuffix
+	f, idx    *os.File
+	size      int64
+}
+
+func createFile(dir, name string) (*warcFile, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path+openSuffix, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("warc: %w", err)
+	}
+	idx, err := os.OpenFile(cdxPath(path)+openSuffix, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(path + openSuffix)
+		return nil, fmt.Errorf("warc: %w", err)
+	}
+	return &warcFile{dir: dir, name: name, f: f, idx: idx}, nil
+}
+
+// cdxPath is the index beside the WARC file at path.
+func cdxPath(path string) string { return strings.TrimSuffix(path, ".warc.gz") + ".cdxj" }
+
+// append writes the gzip members a and b, then a's index line. A failed
+// write is cut off again, so the file holds whole records only.
+func (w *warcFile) append(a, b []byte, line cdxLine) error {
+	buf := net.Buffers{a, b} // one writev
+	n, err := buf.WriteTo(w.f)
+	if err != nil {
+		if terr := w.f.Truncate(w.size); terr == nil {
+			_, _ = w.f.Seek(w.size, io.SeekStart)
+		}
+		return fmt.Errorf("warc: writing %s: %w", w.name, err)
+	}
+	w.size += n
+	if line.target == "" {
+		return nil
+	}
+	if _, err := w.idx.WriteString(line.String()); err != nil {
+		return fmt.Errorf("warc: writing the index of %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// close syncs the file, renames it to its final name and writes its sorted
+// CDXJ index.
+func (w *warcFile) close() error {
+	path := filepath.Join(w.dir, w.name)
+	err := errors.Join(w.f.Sync(), w.f.Close(), w.idx.Close())
+	if err != nil {
+		return fmt.Errorf("warc: closing %s: %w", w.name, err)
+	}
+	if err := os.Rename(path+openSuffix, path); err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	return finishIndex(cdxPath(path), -1)
+}
+
+// finishIndex sorts the index lines written beside a file (keeping only
+// those of records that end within size, unless size < 0) into its CDXJ
+// index, and removes the unsorted one.
+func finishIndex(path string, size int64) error {
+	data, err := os.ReadFile(path + openSuffix)
+	if errors.Is(err, os.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	var lines []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if line == "" || (size >= 0 && !lineWithin(line, size)) {
+			continue
+		}
+		lines = append(lines, line+"\n")
+	}
+	slices.Sort(lines)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	if err := os.Remove(path + openSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("warc: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// lineWithin reports whether an index line's record ends within size.
+func lineWithin(line string, size int64) bool {
+	_, js, ok := strings.Cut(line, " {")
+	if !ok {
+		return false
+	}
+	var v struct{ Offset, Length string }
+	if json.Unmarshal([]byte("{"+js), &v) != nil {
+		return false
+	}
+	off, err1 := strconv.ParseInt(v.Offset, 10, 64)
+	n, err2 := strconv.ParseInt(v.Length, 10, 64)
+	return err1 == nil && err2 == nil && off+n <= size
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// fileName matches the names a Writer gives: prefix-timestamp-serial.
+var fileName = regexp.MustCompile(`^(.*)-(\d{14})-(\d{5,})\.warc\.gz(\.open)?$`)
+
+// recoverDir creates dir if needed, recovers the files of prefix that a
+// killed crawl left open, and returns the highest serial number in use.
+func recoverDir(dir, prefix string) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("warc: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("warc: %w", err)
+	}
+	serial := 0
+	for _, e := range entries {
+		m := fileName.FindStringSubmatch(e.Name())
+		if m == nil || m[1] != prefix {
+			continue
+		}
+		n, _ := strconv.Atoi(m[3]) // digits only
+		serial = max(serial, n)
+		if m[4] != "" {
+			if err := recoverFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), openSuffix))); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return serial, nil
+}
+
+// recoverFile cuts an open file after its last whole gzip member (one
+// record each), renames it and writes the index of what it kept.
+func recoverFile(path string) error {
+	f, err := os.OpenFile(path+openSuffix, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	good, err := wholeMembers(f)
+	if err == nil {
+		err = f.Truncate(good)
+	}
+	err = errors.Join(err, f.Sync(), f.Close())
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrRecovery, path, err)
+	}
+	if err := os.Rename(path+openSuffix, path); err != nil {
+		return fmt.Errorf("warc: %w", err)
+	}
+	return finishIndex(cdxPath(path), good)
+}
+
+// countingReader counts the bytes gzip consumed: it is a flate.Reader, so
+// the decompressor reads no further than a member's end.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+// wholeMembers returns the length of the run of whole gzip members at the
+// start of r.
+func wholeMembers(r io.Reader) (int64, error) {
+	cr := &countingReader{r: bufio.NewReader(r)}
+	var good int64
+	zr, err := gzip.NewReader(cr)
+	for err == nil {
+		zr.Multistream(false)
+		if _, err = io.Copy(io.Discard, zr); err != nil {
+			break
+		}
+		good = cr.n
+		err = zr.Reset(cr)
+	}
+	return good, nil
+}
+
+// cdxLine is one line of a CDXJ index (pywb's format).
+type cdxLine struct {
+	target   string
+	date     time.Time
+	mime     string
+	status   int
+	digest   string
+	offset   int64
+	length   int64
+	filename string
+}
+
+func (l cdxLine) String() string {
+	var b bytes.Buffer
+	b.WriteString(surt(l.target))
+	b.WriteByte(' ')
+	b.WriteString(l.date.Format("20060102150405"))
+	b.WriteByte(' ')
+	_, digest, _ := strings.Cut(l.digest, ":")
+	_ = json.NewEncoder(&b).Encode(struct {
+		URL      string `json:"url"`
+		MIME     string `json:"mime"`
+		Status   string `json:"status"`
+		Digest   string `json:"digest,omitempty"`
+		Length   string `json:"length"`
+		Offset   string `json:"offset"`
+		Filename string `json:"filename"`
+	}{l.target, l.mime, strconv.Itoa(l.status), digest, strconv.FormatInt(l.length, 10),
+		strconv.FormatInt(l.offset, 10), l.filename})
+	return b.String()
+}
+
+// surt is the Sort-friendly URI Reordering Transform of u as pywb keys its
+// indexes: host labels reversed and joined by commas without "www", the
+// port unless the scheme's default, then ")" and the path and sorted query,
+// all lower case.
+func surt(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return strings.ToLower(u)
+	}
+	host := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
+	labels := strings.Split(host, ".")
+	if len(labels) > 2 && labels[0] == "www" {
+		labels = labels[1:]
+	}
+	slices.Reverse(labels)
+	var b strings.Builder
+	b.WriteString(strings.Join(labels, ","))
+	if port := p.Port(); port != "" && !(p.Scheme == "http" && port == "80") && !(p.Scheme == "https" && port == "443") {
+		b.WriteString(":" + port)
+	}
+	b.WriteString(")")
+	path := p.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	b.WriteString(strings.ToLower(path))
+	if p.RawQuery != "" {
+		q := strings.Split(p.RawQuery, "&")
+		slices.Sort(q)
+		b.WriteString("?" + strings.ToLower(strings.Join(q, "&")))
+	}
+	return b.String()
+}
