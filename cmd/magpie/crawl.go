@@ -36,6 +36,8 @@ type crawlFlags struct {
 	excludeExt                         []string
 	quiet, allowLoopback, ignoreRobots bool
 	sitemaps, render                   bool
+	failFlags
+	netFlags
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -89,6 +91,8 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
+	f.netFlags.add(fs)
+	f.failFlags.add(fs)
 	return cmd
 }
 
@@ -150,9 +154,10 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	cfg := crawlConfig{
 		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
-		userAgent: f.userAgent, proxy: f.proxy, timeout: f.timeout, retries: f.retries,
+		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
+		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 	}
 	if f.list != "" {
 		var r io.Reader = cmd.InOrStdin()
@@ -230,6 +235,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
 
 	stderr := cmd.ErrOrStderr()
+	if cfg.failures, err = f.failFlags.open(f.state, f.quiet, stderr); err != nil {
+		return err
+	}
+	defer cfg.failures.close()
 	t, began := &tally{}, time.Now()
 	stopMetrics, stopProgress := func() {}, func() {}
 	started := false
@@ -266,6 +275,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
 		return outErr
 	}
+	cfg.failures.close()
+	outErr = errors.Join(outErr, cfg.failures.err())
 	if outErr != nil && errors.Is(crawlErr, outErr) {
 		return crawlErr // the output's failure ended the crawl: said once
 	}
