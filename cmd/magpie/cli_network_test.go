@@ -67,13 +67,16 @@ func TestCLIStartRedirectSetsScope(t *testing.T) {
 //	www.shop.test/img      302 to img.www.shop.test (a subdomain)
 //	www.shop.test/up       302 to blog.shop.test (same registrable domain)
 //	www.shop.test/away     302 to other.test (another site)
+//	www.shop.test/robots.txt  names http://other.test/sitemap.xml, which
+//	                          lists other.test/listed and www.shop.test/a
 type vhosts struct {
 	mu    sync.Mutex
 	hosts map[string]int // requests by host
+	urls  map[string]int // requests by URL
 }
 
 func newVhosts(t *testing.T) (*vhosts, *httptest.Server) {
-	v := &vhosts{hosts: map[string]int{}}
+	v := &vhosts{hosts: map[string]int{}, urls: map[string]int{}}
 	srv := httptest.NewServer(v)
 	t.Cleanup(srv.Close)
 	return v, srv
@@ -86,9 +89,18 @@ func (v *vhosts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v.mu.Lock()
 	v.hosts[r.Host]++
+	v.urls[r.URL.String()]++
 	v.mu.Unlock()
-	if r.URL.Path == "/robots.txt" {
+	switch {
+	case r.Host == "www.shop.test" && r.URL.Path == "/robots.txt":
+		fmt.Fprint(w, "User-agent: *\nAllow: /\nSitemap: http://other.test/sitemap.xml\n")
+		return
+	case r.URL.Path == "/robots.txt":
 		http.NotFound(w, r)
+		return
+	case r.Host == "other.test" && r.URL.Path == "/sitemap.xml":
+		fmt.Fprint(w, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`+
+			`<url><loc>http://other.test/listed</loc></url><url><loc>http://www.shop.test/a</loc></url></urlset>`)
 		return
 	}
 	redirects := map[string]string{
@@ -312,5 +324,29 @@ func TestProxyWithScheme(t *testing.T) {
 		if got := proxyWithScheme(in); got != want {
 			t.Errorf("proxyWithScheme(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func (v *vhosts) fetched(u string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.urls[u]
+}
+
+// With --sitemaps, a sitemap on another site that robots.txt names is out
+// of --scope, and so are the pages it lists.
+func TestCLISitemapEntriesKeepScope(t *testing.T) {
+	v, proxy := newVhosts(t)
+	r := cli(t, "", "crawl", "http://www.shop.test/", "--proxy", proxy.URL, "--sitemaps", "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	for _, u := range []string{"http://other.test/sitemap.xml", "http://other.test/listed"} {
+		if n := v.fetched(u); n != 0 {
+			t.Errorf("%s fetched %d times: out of --scope host", u, n)
+		}
+	}
+	if want, got := []string{"http://www.shop.test/", "http://www.shop.test/a"}, crawledURLs(t, r.stdout); !slices.Equal(got, want) {
+		t.Errorf("crawled %q, want %q", got, want)
 	}
 }

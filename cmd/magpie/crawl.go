@@ -50,8 +50,10 @@ start URL's host, at any depth), obeying robots.txt, and writes one item per
 page: {url, status, title, depth, links}, or with --field the fields given.
 
 Start URLs come from the arguments and from --list (a file, or - for
-standard input, one URL a line). The crawl fails (exit status 1) when a start
-URL cannot be fetched; failures further in are counted in the summary.
+standard input, one URL a line). A start URL's redirects are followed, and
+the scope is taken from where it lands. The crawl fails (exit status 1) when
+a start URL cannot be fetched; failures further in are counted in the
+summary, and named by --errors FILE (JSON lines) and -v.
 Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 (--retries), not before the server's Retry-After when it sends one.`,
 		Example: `  magpie crawl https://example.com/ -o pages.jsonl

@@ -491,7 +491,15 @@ func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.S
 // register sets the collector's callbacks: the page items, the links
 // followed, and the tally.
 func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *scope, fl *failures) {
-	c.OnRequest(st.requested)
+	c.OnRequest(func(r *magpie.Request) {
+		st.requested(r)
+		// Links are checked before Visit; a sitemap's entries (depth 1,
+		// with the sitemap as parent) are checked here.
+		if r.Depth == 1 && r.ParentURL() != "" && !sc.allows(r.URL) {
+			t.skip(skipKind(magpie.ErrForbiddenDomain))
+			r.Abort()
+		}
+	})
 	c.OnResponse(func(r *magpie.Response) {
 		st.fetched(r.Request)
 		// Where a start URL landed joins the scope; other pages are in it.
