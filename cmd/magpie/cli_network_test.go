@@ -27,7 +27,8 @@ func crawledURLs(t *testing.T, stdout string) []string {
 
 // Issue 28 point 3: a start URL whose host redirects to another (apex →
 // www, here 127.0.0.2 → 127.0.0.1) is followed under the default --scope
-// host, and the crawl goes on where it landed, in memory and with --state.
+// host, and the crawl goes on where it landed, in memory and with --state;
+// --depth counts links, not the redirect.
 func TestCLIStartRedirectSetsScope(t *testing.T) {
 	www := newPagesSite(t, 2, nil)
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
@@ -40,21 +41,24 @@ func TestCLIStartRedirectSetsScope(t *testing.T) {
 	apex.Listener = ln
 	apex.Start()
 	t.Cleanup(apex.Close)
+	all := []string{www.URL + "/", www.URL + "/p/0", www.URL + "/p/1"}
 	for _, tc := range []struct {
 		name  string
 		flags []string
+		want  []string
 	}{
-		{"memory", nil},
-		{"state", []string{"--state", filepath.Join(t.TempDir(), "s.db")}},
+		{"memory", nil, all},
+		{"state", []string{"--state", filepath.Join(t.TempDir(), "s.db")}, all},
+		{"depth 1", []string{"--depth", "1"}, all[:1]},
+		{"depth 2", []string{"--depth", "2"}, all},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", append([]string{"crawl", apex.URL + "/", "--allow-loopback", "-q"}, tc.flags...)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}
-			want := []string{www.URL + "/", www.URL + "/p/0", www.URL + "/p/1"}
-			if got := crawledURLs(t, r.stdout); !slices.Equal(got, want) {
-				t.Errorf("crawled %q, want %q", got, want)
+			if got := crawledURLs(t, r.stdout); !slices.Equal(got, tc.want) {
+				t.Errorf("crawled %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -412,7 +412,6 @@ func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOpt
 	}
 	opts := []magpie.CollectorOption{
 		magpie.Async(true),
-		magpie.MaxDepth(cfg.depth),
 		// URLs from the internet must not make the crawler reach the
 		// machine's own or its network's services.
 		magpie.DenyPrivateNetworks(allow...),
@@ -520,6 +519,14 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 		e.Request.Ctx.Put("links", n+1)
 		link := e.Request.AbsoluteURL(e.Attr("href"))
 		if link == "" {
+			return
+		}
+		// --depth counts links, not redirects (as wget's -l does): it is
+		// checked here rather than by the collector, which counts each
+		// redirect as a level and so would refuse a start URL's redirect
+		// under --depth 1.
+		if cfg.depth > 0 && e.Request.Depth >= cfg.depth {
+			t.skip(skipKind(magpie.ErrMaxDepth))
 			return
 		}
 		if u, err := url.Parse(link); err == nil && !sc.allows(u) {
