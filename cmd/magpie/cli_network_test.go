@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -277,21 +278,35 @@ func TestAllowPrivateFlag(t *testing.T) {
 		args    []string
 		allowed []string
 		refused []string
+		config  string // a --config file's text
 	}{
+		{nil, []string{"172.16.0.1"}, []string{"127.0.0.1"}, "# a bare name in --config\nallow-private\n"},
 		{[]string{"--allow-private"},
 			[]string{"10.1.2.3", "172.16.0.1", "172.31.255.254", "192.168.1.1", "fd00::1"},
-			[]string{"172.32.0.1", "127.0.0.1", "::1", "169.254.1.1", "100.64.0.1"}},
+			[]string{"172.32.0.1", "127.0.0.1", "::1", "169.254.1.1", "100.64.0.1"}, ""},
 		{[]string{"--allow-private=192.168.1.0/24,10.9.9.9"},
 			[]string{"192.168.1.7", "10.9.9.9"},
-			[]string{"192.168.2.1", "10.9.9.8", "172.16.0.1"}},
+			[]string{"192.168.2.1", "10.9.9.8", "172.16.0.1"}, ""},
+		{[]string{"--allow-private=intranet,100.64.1.1"},
+			[]string{"10.1.2.3", "192.168.1.1", "100.64.1.1"},
+			[]string{"100.64.1.2", "127.0.0.1"}, ""},
 		{[]string{"--allow-private=10.0.0.0/8", "--allow-loopback"},
 			[]string{"10.0.0.1", "127.0.0.1", "::1"},
-			[]string{"192.168.0.1"}},
+			[]string{"192.168.0.1"}, ""},
 	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+		t.Run(strings.Join(tc.args, " ")+tc.config, func(t *testing.T) {
 			cmd := newCrawlCommand()
 			if err := cmd.ParseFlags(tc.args); err != nil {
 				t.Fatal(err)
+			}
+			if tc.config != "" {
+				conf := filepath.Join(t.TempDir(), "crawl.conf")
+				if err := os.WriteFile(conf, []byte(tc.config), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := applyConfigFile(cmd.Flags(), conf); err != nil {
+					t.Fatal(err)
+				}
 			}
 			loop, _ := cmd.Flags().GetBool("allow-loopback")
 			private, _ := cmd.Flags().GetStringSlice("allow-private")

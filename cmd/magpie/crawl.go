@@ -384,10 +384,12 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 			return usagef("--config %s:%d: unknown flag %q", path, n+1, name)
 		}
 		if !hasValue {
-			if fl.Value.Type() != "bool" {
+			// A bare name: true for a boolean, a flag's own default value
+			// otherwise (--allow-private's intranet ranges).
+			if fl.NoOptDefVal == "" {
 				return usagef("--config %s:%d: %s needs a value", path, n+1, name)
 			}
-			value = "true"
+			value = fl.NoOptDefVal
 		}
 		if fl.Changed && !set[fl] {
 			continue // the command line wins

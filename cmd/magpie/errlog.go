@@ -28,7 +28,7 @@ type failFlags struct {
 }
 
 func (f *failFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.errorsFile, "errors", "", "write one JSON line per failed request to FILE: url, status, kind, error, attempts, from (the page that linked to it)")
+	fs.StringVar(&f.errorsFile, "errors", "", "write one JSON line per failed request to `FILE`: url, status, kind, error, attempts, from (the page that linked to it)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each failed request on standard error: kind, status, URL and the page that linked to it")
 	fs.BoolVar(&f.includeFailed, "include-failed", false, "also write an item for each failed page (status 0 when no answer came), so that the output lists every URL tried")
 }

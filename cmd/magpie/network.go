@@ -24,13 +24,13 @@ type netFlags struct {
 	insecure     bool
 }
 
-// privateDefault is what --allow-private without a value allows: the
-// intranet ranges (RFC 1918, and IPv6 unique local addresses).
-const privateDefault = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+// intranet is what --allow-private without a value allows: the intranet
+// ranges (RFC 1918, and IPv6 unique local addresses).
+var intranet = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"}
 
 func (f *netFlags) add(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&f.allowPrivate, "allow-private", nil, "allow private networks: alone, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and fc00::/7; with =CIDR,... (or addresses) only those")
-	fs.Lookup("allow-private").NoOptDefVal = privateDefault
+	fs.StringSliceVar(&f.allowPrivate, "allow-private", nil, "allow private `networks`: alone (or =intranet) 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and fc00::/7; =CIDR,... (or addresses) only those")
+	fs.Lookup("allow-private").NoOptDefVal = "intranet"
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify TLS certificates (self-signed or expired ones, wrong names)")
 }
 
@@ -43,6 +43,14 @@ func allowedPrefixes(allowLoopback bool, private []string) ([]netip.Prefix, erro
 	}
 	for _, s := range private {
 		s = strings.TrimSpace(s)
+		if s == "intranet" {
+			p, err := allowedPrefixes(false, intranet)
+			if err != nil {
+				return nil, err
+			}
+			allow = append(allow, p...)
+			continue
+		}
 		if p, err := netip.ParsePrefix(s); err == nil {
 			allow = append(allow, p.Masked())
 			continue
