@@ -309,7 +309,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	if err != nil {
 		return magpie.Stats{}, err
 	}
-	c, err := newCollector(ctx, cfg, parsed)
+	c, err := newCollector(ctx, cfg)
 	if err != nil {
 		return magpie.Stats{}, err
 	}
@@ -375,9 +375,9 @@ func parseStarts(starts []string) ([]*url.URL, error) {
 	return parsed, nil
 }
 
-// newCollector builds the collector cfg describes, for the start URLs.
-func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*magpie.Collector, error) {
-	opts, err := collectorOptions(cfg, starts)
+// newCollector builds the collector cfg describes.
+func newCollector(ctx context.Context, cfg crawlConfig) (*magpie.Collector, error) {
+	opts, err := collectorOptions(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -398,13 +398,13 @@ func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*mag
 }
 
 // collectorOptions are the options cfg sets.
-func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOption, error) {
+func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorOption, error) {
 	allow, err := allowedPrefixes(cfg.allowLoopback, cfg.allowPrivate)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.proxy != "" {
-		trusted, err := trustProxy(context.Background(), cfg.proxy)
+		trusted, err := trustProxy(ctx, cfg.proxy)
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,9 @@ type scope struct {
 }
 
 func newScope(mode string, starts []*url.URL) *scope {
+	if mode == "" {
+		mode = "host"
+	}
 	s := &scope{mode: mode}
 	for _, u := range starts {
 		s.add(u)
