@@ -123,7 +123,7 @@ func TestCLIFailuresNamed(t *testing.T) {
 	if len(got) != 4 {
 		t.Errorf("--errors has %d lines, want 4: %v", len(got), got)
 	}
-	if g := got[secure.URL+"/secure"]; !strings.Contains(g.Error, "certificate") || strings.Contains(g.Error, secure.URL) {
+	if g := got[secure.URL+"/secure"]; !strings.Contains(g.Error, "certificate") || strings.Contains(g.Error, secure.URL+"/secure") {
 		t.Errorf("tls error message = %q, want the certificate's problem without the URL repeated", g.Error)
 	}
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -100,16 +99,7 @@ func isProxyOp(op string) bool {
 // isTLS reports a failed TLS handshake: a certificate that does not verify,
 // or a server that does not speak TLS.
 func isTLS(err error) bool {
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.HostnameError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
+	if isCertificate(err) {
 		return true
 	}
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
@@ -124,8 +114,17 @@ func isTLS(err error) bool {
 // isCertificate reports a server certificate that did not verify, which
 // --insecure lets through.
 func isCertificate(err error) bool {
-	_, ok := errors.AsType[*tls.CertificateVerificationError](err)
-	return ok || errors.Is(err, x509.ErrUnsupportedAlgorithm) || strings.Contains(err.Error(), "x509: ")
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[x509.CertificateInvalidError](err)
+	return ok
 }
 
 // labels are the summary's names of some kinds, kept from earlier versions.
@@ -287,11 +286,10 @@ func (fl *failures) err() error {
 	return nil
 }
 
-// message is err for a person on the command line: without the URL the
-// line names already, and with the flags that matter.
+// message is err for a person on the command line (see describe).
 func (fl *failures) message(err error) string {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		err = ue.Err
+	if re, ok := errors.AsType[*magpie.RetryError](err); ok {
+		err = re.Err // attempts has its own field
 	}
 	return describe(err, fl.proxy)
 }

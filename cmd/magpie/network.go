@@ -125,11 +125,15 @@ func networkSetup(c *magpie.Collector, cfg crawlConfig) error {
 	return nil
 }
 
-// describe is err's text for the command line: library errors that speak
-// Go (options to pass, calls to make) are said in flags.
+// describe is err's text for the command line: without the "Get URL"
+// that the line names already, and with library errors that speak Go
+// (options to pass, calls to make) said in flags.
 func describe(err error, proxy string) string {
 	if err == nil {
 		return ""
+	}
+	if ue, ok := err.(*url.Error); ok {
+		err = ue.Err
 	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && isProxyOp(opErr.Op) {
@@ -156,7 +160,7 @@ func redactProxy(p string) string {
 func networkHint(err error) string {
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && isProxyOp(opErr.Op) {
-		return " (check --proxy)"
+		return "" // describe named --proxy
 	}
 	if blocked, ok := errors.AsType[*magpie.BlockedAddressError](err); ok {
 		if blocked.Addr.IsLoopback() {
@@ -167,7 +171,7 @@ func networkHint(err error) string {
 	if errors.Is(err, magpie.ErrPrivateNetwork) {
 		return " (private networks are refused; see --allow-loopback and --allow-private)"
 	}
-	if isTLS(err) && isCertificate(err) {
+	if isCertificate(err) {
 		return " (pass --insecure to skip certificate verification)"
 	}
 	return ""
