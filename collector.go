@@ -228,7 +228,10 @@ func (c *Collector) storage() storage.Storage {
 }
 
 // SetRedirectHandler sets a function that decides on each redirect after
-// magpie's own checks passed; it works like http.Client.CheckRedirect.
+// magpie's URL checks passed (scheme, domains, URL filters, depth) and
+// before robots.txt and the visited set are consulted, so that a redirect
+// it refuses costs no robots.txt fetch and marks nothing visited; it works
+// like http.Client.CheckRedirect.
 func (c *Collector) SetRedirectHandler(f func(req *http.Request, via []*http.Request) error) {
 	c.shared.redirectMu.Lock()
 	c.shared.redirectHandler = f

@@ -327,9 +327,10 @@ type fetchState struct {
 }
 
 // checkRedirect applies to every redirect hop the checks a new request gets:
-// URL and domain filters, depth (each hop is one level deeper), robots.txt
-// with the User-Agent sent, and the visited check (except for a cycle back
-// through this chain); then the user's redirect handler.
+// URL and domain filters and depth (each hop is one level deeper), then the
+// user's redirect handler, then robots.txt with the User-Agent sent and the
+// visited check (except for a cycle back through this chain): a hop the
+// handler refuses costs no robots.txt fetch and marks nothing visited.
 func checkRedirect(next *http.Request, via []*http.Request) error {
 	if cfg, ok := next.Context().Value(robotsFetchKey{}).(*config); ok {
 		// A robots.txt redirect: RFC 9309 §2.3.1.2 allows five hops, and
@@ -365,6 +366,21 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 	if err := cfg.checkURL(next.URL, depth); err != nil {
 		return err
 	}
+	if !strings.EqualFold(prev.URL.Host, next.URL.Host) {
+		// Credentials and explicit cookies belong to the first host; the
+		// jar adds the new host's own cookies after this check.
+		next.Header.Del("Authorization")
+		next.Header.Del("Cookie")
+		next.Header.Del("Proxy-Authorization")
+	}
+	c.shared.redirectMu.RLock()
+	h := c.shared.redirectHandler
+	c.shared.redirectMu.RUnlock()
+	if h != nil {
+		if err := h(next, via); err != nil {
+			return err
+		}
+	}
 	if next.Method != http.MethodHead {
 		if err := c.checkRobots(next.Context(), cfg, next.URL, next.Header.Get("User-Agent")); err != nil {
 			return err
@@ -381,21 +397,6 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 			return &AlreadyVisitedError{Destination: next.URL}
 		}
 		req.redirectKeys = append(req.redirectKeys, key)
-	}
-	if !strings.EqualFold(prev.URL.Host, next.URL.Host) {
-		// Credentials and explicit cookies belong to the first host; the
-		// jar adds the new host's own cookies after this check.
-		next.Header.Del("Authorization")
-		next.Header.Del("Cookie")
-		next.Header.Del("Proxy-Authorization")
-	}
-	c.shared.redirectMu.RLock()
-	h := c.shared.redirectHandler
-	c.shared.redirectMu.RUnlock()
-	if h != nil {
-		if err := h(next, via); err != nil {
-			return err
-		}
 	}
 	st.chain = append(st.chain, prev.URL)
 	return nil

@@ -53,7 +53,9 @@ func (c *Collector) Pipeline(procs ...ItemProcessor) {
 }
 
 // Emit sends v, a scraped record of any type, to the item pipelines. Items
-// of one page keep the order of their Emit calls.
+// of one page keep the order of their Emit calls. OnError may emit too (to
+// record a failed page as an item); its items go through the pipelines
+// like a page's.
 func (r *Response) Emit(v any) {
 	r.itemMu.Lock()
 	r.items = append(r.items, v)

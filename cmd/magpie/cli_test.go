@@ -595,10 +595,13 @@ func TestCLIProgressAndSummary(t *testing.T) {
 	if strings.ContainsAny(r.stderr, "\r\x1b") {
 		t.Errorf("stderr to a pipe holds carriage returns or escapes: %q", r.stderr)
 	}
-	for _, re := range []string{`crawled 3 pages in`, `(?m)^failed: 1\n  http 410\s+1$`, `(?m)^skipped: \d+\n  already visited \(skipped\)\s+\d+$`} {
+	for _, re := range []string{`crawled 3 pages in`, `(?m)^failed: 1\n  http 410\s+1$`, `(?m)^already visited: [1-9]\d* links \(not fetched again\)$`} {
 		if !regexp.MustCompile(re).MatchString(r.stderr) {
 			t.Errorf("summary does not match %s:\n%s", re, r.stderr)
 		}
+	}
+	if regexp.MustCompile(`(?m)^skipped:`).MatchString(r.stderr) {
+		t.Errorf("links to pages already visited are counted as skipped (issue 28 point 2):\n%s", r.stderr)
 	}
 }
 

@@ -37,6 +37,8 @@ type crawlFlags struct {
 	excludeExt                         []string
 	quiet, allowLoopback, ignoreRobots bool
 	sitemaps, render, resumeOutput     bool
+	failFlags
+	netFlags
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -49,8 +51,10 @@ start URL's host, at any depth), obeying robots.txt, and writes one item per
 page: {url, status, title, depth, links}, or with --field the fields given.
 
 Start URLs come from the arguments and from --list (a file, or - for
-standard input, one URL a line). The crawl fails (exit status 1) when a start
-URL cannot be fetched; failures further in are counted in the summary.
+standard input, one URL a line). A start URL's redirects are followed, and
+the scope is taken from where it lands. The crawl fails (exit status 1) when
+a start URL cannot be fetched; failures further in are counted in the
+summary, and named by --errors FILE (JSON lines) and -v.
 Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 (--retries), not before the server's Retry-After when it sends one.`,
 		Example: `  magpie crawl https://example.com/ -o pages.jsonl
@@ -92,6 +96,8 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
+	f.netFlags.add(fs)
+	f.failFlags.add(fs)
 	return cmd
 }
 
@@ -156,9 +162,10 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	cfg := crawlConfig{
 		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
-		userAgent: f.userAgent, proxy: f.proxy, timeout: f.timeout, retries: f.retries,
+		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
+		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 	}
 	if err := f.validate(); err != nil {
 		return cfg, err
@@ -243,6 +250,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	if line := sharedLine(cmd.OutOrStdout(), stderr); line != nil {
 		progressTo, out.line = line, line
 	}
+	if cfg.failures, err = f.failFlags.open(f.state, f.quiet, stderr); err != nil {
+		return err
+	}
+	defer cfg.failures.close()
 	t, began := &tally{}, time.Now()
 	stopMetrics, stopProgress := func() {}, func() {}
 	started := false
@@ -288,6 +299,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
 		return outErr
 	}
+	cfg.failures.close()
+	outErr = errors.Join(outErr, cfg.failures.err())
 	if outErr != nil && errors.Is(crawlErr, outErr) {
 		return crawlErr // the output's failure ended the crawl: said once
 	}
@@ -393,10 +406,12 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 			return usagef("--config %s:%d: unknown flag %q", path, n+1, name)
 		}
 		if !hasValue {
-			if fl.Value.Type() != "bool" {
+			// A bare name: true for a boolean, a flag's own default value
+			// otherwise (--allow-private's intranet ranges).
+			if fl.NoOptDefVal == "" {
 				return usagef("--config %s:%d: %s needs a value", path, n+1, name)
 			}
-			value = "true"
+			value = fl.NoOptDefVal
 		}
 		if fl.Changed && !set[fl] {
 			continue // the command line wins

@@ -9,11 +9,10 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/magpiecrawl/magpie"
 	"github.com/magpiecrawl/magpie/queue"
@@ -61,6 +60,14 @@ type crawlConfig struct {
 	// ready, when set, runs just before the first request (after a --state
 	// run found work to do); an error stops the crawl before it begins.
 	ready func() error
+	// allowPrivate are the networks --allow-private lets through the
+	// guard; insecure skips certificate checks (--insecure).
+	allowPrivate []string
+	insecure     bool
+	// failures, when set, is told of every failed request (--errors, -v);
+	// includeFailed makes each failed page an item too.
+	failures      *failures
+	includeFailed bool
 }
 
 // field is one --field NAME=CSS[@attr]: the text (or attribute) of the
@@ -118,13 +125,17 @@ func (cfg *crawlConfig) columns() []string {
 	for _, f := range cfg.fields {
 		cols = append(cols, f.name)
 	}
+	if cfg.includeFailed {
+		cols = append(cols, "status") // failed pages are told apart by it
+	}
 	return cols
 }
 
 // startError is the error of start URLs that could not be crawled.
 type startError struct {
-	urls []string
-	errs []error
+	urls  []string
+	errs  []error
+	proxy string // --proxy, named in its errors
 }
 
 func (e *startError) Error() string {
@@ -133,7 +144,7 @@ func (e *startError) Error() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "start URL %s: %v%s", u, e.errs[i], hint(e.errs[i]))
+		fmt.Fprintf(&b, "start URL %s: %s%s", u, describe(e.errs[i], e.proxy), hint(e.errs[i]))
 	}
 	return b.String()
 }
@@ -142,12 +153,10 @@ func (e *startError) Unwrap() []error { return e.errs }
 
 // hint suggests the flag that lifts a refusal.
 func hint(err error) string {
-	if blocked, ok := errors.AsType[*magpie.BlockedAddressError](err); ok && !blocked.Addr.IsLoopback() {
-		return " (private networks are refused)"
+	if h := networkHint(err); h != "" {
+		return h
 	}
 	switch {
-	case errors.Is(err, magpie.ErrPrivateNetwork):
-		return " (private networks are refused; pass --allow-loopback to crawl 127.0.0.0/8 and ::1)"
 	case errors.Is(err, magpie.ErrRobotsTxtBlocked):
 		return " (pass --ignore-robots to crawl it anyway)"
 	case errors.Is(err, magpie.ErrForbiddenURL):
@@ -167,6 +176,7 @@ type starts struct {
 	byID   map[uint32]string // request ID → start URL, once requested
 	failed map[string]error
 	done   map[string]bool // fetched, or failed
+	proxy  string          // --proxy, named in its errors; set before the crawl
 }
 
 func newStarts(urls []string) *starts {
@@ -261,7 +271,7 @@ func (s *starts) skip(u string) {
 func (s *starts) err(cutShort bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := &startError{}
+	e := &startError{proxy: s.proxy}
 	for _, u := range s.order {
 		err, failed := s.failed[u]
 		if !failed && !s.done[u] && !cutShort {
@@ -276,37 +286,6 @@ func (s *starts) err(cutShort bool) error {
 		return nil
 	}
 	return e
-}
-
-// scopeOptions returns the options that keep the crawl within scope of the
-// start URLs: their hosts (AllowedDomains), or a URL filter for their
-// domains or subdomains.
-func scopeOptions(scope string, starts []*url.URL) ([]magpie.CollectorOption, error) {
-	var hosts []string
-	seen := map[string]bool{}
-	for _, u := range starts {
-		h := strings.ToLower(u.Hostname())
-		if scope == "domain" {
-			if d, err := publicsuffix.EffectiveTLDPlusOne(h); err == nil {
-				h = d
-			}
-		}
-		if !seen[h] {
-			seen[h] = true
-			hosts = append(hosts, h)
-		}
-	}
-	switch scope {
-	case "host", "":
-		return []magpie.CollectorOption{magpie.AllowedDomains(hosts...)}, nil
-	case "domain", "subdomains":
-		res := make([]*regexp.Regexp, 0, len(hosts))
-		for _, h := range hosts {
-			res = append(res, regexp.MustCompile(`(?i)^https?://([^/?#@]*\.)?`+regexp.QuoteMeta(h)+`(:\d+)?([/?#]|$)`))
-		}
-		return []magpie.CollectorOption{magpie.URLFilters(res...)}, nil
-	}
-	return nil, usagef("--scope %q: want host, domain or subdomains", scope)
 }
 
 // extensionFilter refuses URLs whose path ends in one of exts.
@@ -334,12 +313,21 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	if err != nil {
 		return magpie.Stats{}, err
 	}
-	c, err := newCollector(ctx, cfg, parsed)
+	c, err := newCollector(ctx, cfg)
 	if err != nil {
 		return magpie.Stats{}, err
 	}
 	st := newStarts(cfg.starts)
-	register(c, cfg, t, st)
+	st.proxy = cfg.proxy
+	sc := newScope(cfg.scope, parsed)
+	c.SetRedirectHandler(sc.redirects(st))
+	fl := cfg.failures
+	if fl == nil {
+		fl = &failures{}
+	}
+	fl.t, fl.proxy = t, cfg.proxy
+	fl.stopping = func() bool { return ctx.Err() != nil }
+	register(c, cfg, t, st, sc, fl)
 	c.Pipeline(emit)
 	if cfg.onStart != nil {
 		if err := cfg.onStart(c); err != nil {
@@ -384,6 +372,9 @@ func parseStarts(starts []string) ([]*url.URL, error) {
 	}
 	parsed := make([]*url.URL, 0, len(starts))
 	for _, s := range starts {
+		if _, err := allowedPrefixes(false, []string{s}); err == nil {
+			return nil, usagef("%q is not a URL: give networks as --allow-private=%s (with =)", s, s)
+		}
 		u, err := url.Parse(s)
 		if err != nil {
 			return nil, usagef("start URL: %w", err)
@@ -396,9 +387,9 @@ func parseStarts(starts []string) ([]*url.URL, error) {
 	return parsed, nil
 }
 
-// newCollector builds the collector cfg describes, for the start URLs.
-func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*magpie.Collector, error) {
-	opts, err := collectorOptions(cfg, starts)
+// newCollector builds the collector cfg describes.
+func newCollector(ctx context.Context, cfg crawlConfig) (*magpie.Collector, error) {
+	opts, err := collectorOptions(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -408,12 +399,10 @@ func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*mag
 		opts = append(opts, magpie.StdlibContext(ctx))
 	}
 	c := magpie.NewCollector(opts...)
-	c.SetRequestTimeout(cfg.timeout)
-	if cfg.proxy != "" {
-		if err := c.SetProxy(cfg.proxy); err != nil {
-			return nil, usagef("--proxy: %w", err)
-		}
+	if err := networkSetup(c, cfg); err != nil {
+		return nil, err
 	}
+	c.SetRequestTimeout(cfg.timeout)
 	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: max(cfg.parallel, 1), Delay: cfg.delay}); err != nil {
 		return nil, err
 	}
@@ -421,23 +410,24 @@ func newCollector(ctx context.Context, cfg crawlConfig, starts []*url.URL) (*mag
 }
 
 // collectorOptions are the options cfg sets.
-func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOption, error) {
-	var allow []netip.Prefix
-	if cfg.allowLoopback {
-		allow = loopback
+func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorOption, error) {
+	allow, err := allowedPrefixes(cfg.allowLoopback, cfg.allowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.proxy != "" {
+		trusted, err := trustProxy(ctx, cfg.proxy)
+		if err != nil {
+			return nil, err
+		}
+		allow = append(allow, trusted...)
 	}
 	opts := []magpie.CollectorOption{
 		magpie.Async(true),
-		magpie.MaxDepth(cfg.depth),
 		// URLs from the internet must not make the crawler reach the
 		// machine's own or its network's services.
 		magpie.DenyPrivateNetworks(allow...),
 	}
-	scope, err := scopeOptions(cfg.scope, starts)
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, scope...)
 	deny := append([]*regexp.Regexp(nil), cfg.exclude...)
 	if re := extensionFilter(cfg.excludeExt); re != nil {
 		deny = append(deny, re)
@@ -523,10 +513,20 @@ func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.S
 
 // register sets the collector's callbacks: the page items, the links
 // followed, and the tally.
-func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
-	c.OnRequest(st.requested)
+func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *scope, fl *failures) {
+	c.OnRequest(func(r *magpie.Request) {
+		st.requested(r)
+		// Links are checked before Visit; a sitemap's entries (depth 1,
+		// with the sitemap as parent) are checked here.
+		if r.Depth == 1 && r.ParentURL() != "" && !sc.allows(r.URL) {
+			t.skip(skipKind(magpie.ErrForbiddenDomain))
+			r.Abort()
+		}
+	})
 	c.OnResponse(func(r *magpie.Response) {
 		st.fetched(r.Request)
+		// Where a start URL landed joins the scope; other pages are in it.
+		sc.add(r.Request.URL)
 		// Children get a copy of their parent's Context: start each page afresh.
 		r.Ctx.Put("title", "")
 		r.Ctx.Put("links", 0)
@@ -543,6 +543,18 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 		e.Request.Ctx.Put("links", n+1)
 		link := e.Request.AbsoluteURL(e.Attr("href"))
 		if link == "" {
+			return
+		}
+		// --depth counts links, not redirects (as wget's -l does): it is
+		// checked here rather than by the collector, which counts each
+		// redirect as a level and so would refuse a start URL's redirect
+		// under --depth 1.
+		if cfg.depth > 0 && e.Request.Depth >= cfg.depth {
+			t.skip(skipKind(magpie.ErrMaxDepth))
+			return
+		}
+		if u, err := url.Parse(link); err == nil && !sc.allows(u) {
+			t.skip(skipKind(magpie.ErrForbiddenDomain))
 			return
 		}
 		if len(cfg.include) > 0 && !matchAny(cfg.include, link) {
@@ -568,6 +580,9 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 				}
 				rec.values = append(rec.values, strings.TrimSpace(v))
 			}
+			if cfg.includeFailed {
+				rec.values = append(rec.values, strconv.Itoa(e.Response.StatusCode))
+			}
 			e.Emit(rec)
 		})
 	}
@@ -586,11 +601,14 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 		})
 	})
 	c.OnError(func(r *magpie.Response, err error) {
-		t.fail(failureKind(err))
+		f := fl.record(r, err)
 		st.failedRequest(r.Request, err)
+		if cfg.includeFailed && r.Request != nil && r.Request.URL != nil && emitsFailed(err) {
+			r.Emit(failedItem(cfg, r, f))
+		}
 	})
 	c.OnRefused(func(r *magpie.Request, err error) {
-		t.skip(skipKind(err))
+		t.refused(err)
 		st.failedRequest(r, err)
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ type tally struct {
 	pages   int
 	failed  map[string]int
 	skipped map[string]int
+	visited int // links to pages already crawled or queued: not refusals
 }
 
 func (t *tally) page() {
@@ -40,6 +40,18 @@ func (t *tally) fail(kind string) { t.add(&t.failed, kind) }
 // skip counts a request refused before it was sent.
 func (t *tally) skip(kind string) { t.add(&t.skipped, kind) }
 
+// refused counts a request OnRefused was told of: a link to a page already
+// visited apart from the refusals.
+func (t *tally) refused(err error) {
+	if _, ok := errors.AsType[*magpie.AlreadyVisitedError](err); ok {
+		t.mu.Lock()
+		t.visited++
+		t.mu.Unlock()
+		return
+	}
+	t.skip(skipKind(err))
+}
+
 func (t *tally) add(m *map[string]int, kind string) {
 	t.mu.Lock()
 	if *m == nil {
@@ -53,6 +65,7 @@ func (t *tally) add(m *map[string]int, kind string) {
 type counts struct {
 	pages           int
 	failed, skipped map[string]int
+	visited         int
 }
 
 func total(m map[string]int) int {
@@ -66,7 +79,7 @@ func total(m map[string]int) int {
 func (t *tally) snapshot() counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return counts{pages: t.pages, failed: clone(t.failed), skipped: clone(t.skipped)}
+	return counts{pages: t.pages, failed: clone(t.failed), skipped: clone(t.skipped), visited: t.visited}
 }
 
 func clone(m map[string]int) map[string]int {
@@ -74,28 +87,6 @@ func clone(m map[string]int) map[string]int {
 		return map[string]int{}
 	}
 	return maps.Clone(m)
-}
-
-// failureKind names a failed request's error for the summary.
-func failureKind(err error) string {
-	if httpErr, ok := errors.AsType[*magpie.HTTPError](err); ok {
-		return fmt.Sprintf("http %d", httpErr.StatusCode)
-	}
-	switch {
-	case errors.Is(err, magpie.ErrPrivateNetwork):
-		return "private network (refused)"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled"
-	case isTimeout(err):
-		return "timeout"
-	}
-	if _, ok := errors.AsType[*net.DNSError](err); ok {
-		return "DNS lookup failed"
-	}
-	if _, ok := errors.AsType[*net.OpError](err); ok {
-		return "connection failed"
-	}
-	return "other"
 }
 
 // isTimeout reports a network timeout.
@@ -254,5 +245,8 @@ func summary(w io.Writer, t *tally, elapsed time.Duration, retries uint64) {
 		for _, k := range slices.Sorted(maps.Keys(sec.m)) {
 			fmt.Fprintf(w, "  %-28s %d\n", k, sec.m[k])
 		}
+	}
+	if c.visited > 0 {
+		fmt.Fprintf(w, "already visited: %d links (not fetched again)\n", c.visited)
 	}
 }

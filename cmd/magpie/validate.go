@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,14 +48,6 @@ func checkProxyScheme(proxy string) error {
 		return usagef("--proxy %s: scheme %q is not supported: want http://, https:// or socks5://", redactProxy(proxy), scheme)
 	}
 	return nil
-}
-
-// redactProxy hides a proxy URL's password.
-func redactProxy(proxy string) string {
-	if u, err := url.Parse(proxy); err == nil {
-		return u.Redacted()
-	}
-	return proxy
 }
 
 // checkStateAndOutput refuses --state and -o naming one file: the items

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/magpiecrawl/magpie"
+)
+
+// failFlags are the flags that say what became of the failed requests.
+type failFlags struct {
+	errorsFile    string
+	verbose       bool
+	includeFailed bool
+}
+
+func (f *failFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.errorsFile, "errors", "", "write one JSON line per failed request to `FILE`: url, status, kind, error, attempts, from (the page that linked to it)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each failed request on standard error: kind, status, URL and the page that linked to it")
+	fs.BoolVar(&f.includeFailed, "include-failed", false, "also write an item for each failed page (status 0 when no answer came), so that the output lists every URL tried")
+}
+
+// Failure kinds: the "kind" of an --errors line and, but for http, the
+// summary's names.
+const (
+	kindHTTP       = "http"
+	kindTimeout    = "timeout"
+	kindTLS        = "tls"
+	kindScope      = "scope"
+	kindExcluded   = "excluded"
+	kindRobots     = "robots"
+	kindRedirects  = "redirects"
+	kindProxy      = "proxy"
+	kindDNS        = "dns"
+	kindConnection = "connection"
+	kindPrivate    = "private network"
+	kindCancelled  = "cancelled"
+	kindOther      = "other"
+)
+
+// errorKind names what made a request fail. stopping says that the crawl
+// itself was ending (Ctrl-C, --max-duration), so that a context error is
+// the crawl's, not a timeout of the request's own.
+func errorKind(err error, stopping bool) string {
+	if _, ok := errors.AsType[*magpie.HTTPError](err); ok {
+		return kindHTTP
+	}
+	var opErr *net.OpError
+	proxyOp := errors.As(err, &opErr) && isProxyOp(opErr.Op)
+	switch {
+	case errors.Is(err, magpie.ErrPrivateNetwork) && !proxyOp:
+		return kindPrivate
+	case stopping && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return kindCancelled
+	case isTimeout(err):
+		return kindTimeout
+	case errors.Is(err, context.Canceled), errors.Is(err, magpie.ErrStopped):
+		return kindCancelled
+	case errors.Is(err, magpie.ErrForbiddenDomain), errors.Is(err, magpie.ErrNoURLFiltersMatch):
+		return kindScope // a redirect out of --scope
+	case errors.Is(err, magpie.ErrForbiddenURL):
+		return kindExcluded
+	case errors.Is(err, magpie.ErrRobotsTxtBlocked):
+		return kindRobots
+	case errors.Is(err, magpie.ErrTooManyRedirects):
+		return kindRedirects
+	case proxyOp:
+		return kindProxy
+	case isTLS(err):
+		return kindTLS
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return kindDNS
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return kindConnection
+	}
+	return kindOther
+}
+
+// isProxyOp reports the net.OpError operation of a connection to a proxy:
+// "proxyconnect" for HTTP proxies, "socks connect" for SOCKS5.
+func isProxyOp(op string) bool {
+	return op == "proxyconnect" || strings.HasPrefix(op, "socks")
+}
+
+// isTLS reports a failed TLS handshake: a certificate that does not verify,
+// or a server that does not speak TLS.
+func isTLS(err error) bool {
+	if isCertificate(err) {
+		return true
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[tls.AlertError](err); ok {
+		return true
+	}
+	return false
+}
+
+// isCertificate reports a server certificate that did not verify, which
+// --insecure lets through.
+func isCertificate(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[x509.CertificateInvalidError](err)
+	return ok
+}
+
+// labels are the summary's names of some kinds, kept from earlier versions.
+var labels = map[string]string{
+	kindDNS:        "DNS lookup failed",
+	kindConnection: "connection failed",
+	kindPrivate:    "private network (refused)",
+}
+
+// label is a failure kind's name in the summary and -v lines.
+func label(kind string, status int) string {
+	if kind == kindHTTP {
+		return fmt.Sprintf("http %d", status)
+	}
+	if l, ok := labels[kind]; ok {
+		return l
+	}
+	return kind
+}
+
+// failure is one line of --errors.
+type failure struct {
+	URL      string `json:"url"`
+	Status   int    `json:"status"`
+	Kind     string `json:"kind"`
+	Error    string `json:"error"`
+	Attempts int    `json:"attempts"`
+	From     string `json:"from,omitempty"`
+}
+
+// failures reports the failed requests: the summary's tally, the --errors
+// file, -v lines and --include-failed items. Safe for concurrent use.
+type failures struct {
+	t        *tally
+	stopping func() bool // whether the crawl is ending
+	proxy    string      // --proxy, for messages
+
+	// mu guards the writers.
+	mu      sync.Mutex
+	log     io.Writer // --errors; nil without
+	file    *os.File  // the --errors file, to close
+	logErr  error     // the first error writing log
+	verbose io.Writer // -v; nil without
+	clear   bool      // verbose is a terminal with a live progress line
+}
+
+// open returns the failures to report as the flags ask, with the --errors
+// file created (or, when a --state crawl resumes, opened to append). Close
+// it after the crawl.
+func (f *failFlags) open(state string, quiet bool, stderr io.Writer) (*failures, error) {
+	fl := &failures{}
+	if f.errorsFile != "" {
+		resuming := false
+		if state != "" {
+			_, err := os.Stat(state)
+			resuming = err == nil
+		}
+		file, err := openErrorLog(f.errorsFile, resuming)
+		if err != nil {
+			return nil, err
+		}
+		fl.log, fl.file = file, file
+	}
+	if f.verbose {
+		fl.verbose = stderr
+		live, _ := terminal(stderr)
+		fl.clear = live && !quiet
+	}
+	return fl, nil
+}
+
+// close closes the --errors file.
+func (fl *failures) close() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.file != nil {
+		if err := fl.file.Close(); err != nil && fl.logErr == nil {
+			fl.logErr = err
+		}
+		fl.file = nil
+	}
+}
+
+// openErrorLog creates (or, when appending, opens at its end) the --errors
+// file, before the crawl starts.
+func openErrorLog(path string, appending bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appending {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--errors: %w", err)
+	}
+	return f, nil
+}
+
+// record reports one failed request; it returns the failure.
+func (fl *failures) record(r *magpie.Response, err error) failure {
+	kind := errorKind(err, fl.stopping())
+	f := failure{Kind: kind, Error: fl.message(err), Attempts: 1}
+	if r != nil && r.Request != nil {
+		if r.Request.URL != nil {
+			f.URL = r.Request.URL.Redacted()
+		}
+		f.From = r.Request.ParentURL()
+	}
+	if r != nil {
+		f.Status = r.StatusCode
+	}
+	if he, ok := errors.AsType[*magpie.HTTPError](err); ok {
+		f.Status = he.StatusCode
+	}
+	if re, ok := errors.AsType[*magpie.RetryError](err); ok {
+		f.Attempts = re.Attempts
+	}
+	l := label(kind, f.Status)
+	if fl.t != nil {
+		fl.t.fail(l)
+	}
+	fl.write(f, l)
+	return f
+}
+
+func (fl *failures) write(f failure, label string) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.log != nil && fl.logErr == nil {
+		line, err := json.Marshal(f)
+		if err == nil {
+			_, err = fl.log.Write(append(line, '\n'))
+		}
+		fl.logErr = err
+	}
+	if fl.verbose != nil {
+		var b strings.Builder
+		if fl.clear {
+			b.WriteString("\r\x1b[K")
+		}
+		fmt.Fprintf(&b, "failed: %s: %s", label, f.URL)
+		if f.From != "" {
+			fmt.Fprintf(&b, " (from %s)", f.From)
+		}
+		if f.Kind != kindHTTP {
+			fmt.Fprintf(&b, ": %s", f.Error)
+		}
+		b.WriteByte('\n')
+		_, _ = io.WriteString(fl.verbose, b.String())
+	}
+}
+
+// err returns the first error writing the --errors file.
+func (fl *failures) err() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.logErr != nil {
+		return fmt.Errorf("--errors: %w", fl.logErr)
+	}
+	return nil
+}
+
+// message is err for a person on the command line (see describe).
+func (fl *failures) message(err error) string {
+	if re, ok := errors.AsType[*magpie.RetryError](err); ok {
+		err = re.Err // attempts has its own field
+	}
+	return describe(err, fl.proxy)
+}
+
+// failedItem is the --include-failed item of a failed page: its URL and
+// status (0 when no answer came), without title or links; with --field,
+// empty fields and a status column.
+func failedItem(cfg crawlConfig, r *magpie.Response, f failure) any {
+	u := r.Request.URL.String()
+	if len(cfg.fields) == 0 {
+		return pageRecord{URL: u, Status: f.Status, Depth: r.Request.Depth}
+	}
+	rec := fieldRecord{names: cfg.columns(), values: []string{u}}
+	for range cfg.fields {
+		rec.values = append(rec.values, "")
+	}
+	rec.values = append(rec.values, strconv.Itoa(f.Status))
+	return rec
+}
+
+// emitsFailed reports whether OnError's err is a page that failed, rather
+// than a callback's error on a page already written or a storage outage.
+func emitsFailed(err error) bool {
+	return !errors.Is(err, magpie.ErrCallbackPanic) && !errors.Is(err, magpie.ErrCallbackStuck) &&
+		!errors.Is(err, magpie.ErrStorageUnavailable)
+}
