@@ -61,7 +61,7 @@ func (c *Collector) submit(req *Request) error {
 	r, err := c.enter(cfg, req)
 	if err != nil {
 		if nested {
-			req.regionGID.Store(c.tokenFor(nil))
+			req.regionGID.Store(c.heldToken())
 			c.refuseMarked(req, err)
 		} else {
 			c.markCallbacksFor(req, func() { c.refuseMarked(req, err) })

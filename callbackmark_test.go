@@ -176,3 +176,43 @@ func TestCallingFromCallback(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCallbackMark compares what a Visit from a callback pays to know
+// it is one (a look for the marker frame) with the goroutine-ID lookup it
+// replaced, each 20 frames below the region.
+func BenchmarkCallbackMark(b *testing.B) {
+	c := NewCollector()
+	var deep func(n int, f func())
+	deep = func(n int, f func()) {
+		if n == 0 {
+			f()
+			return
+		}
+		deep(n-1, f)
+	}
+	b.Run("callingFromCallback", func(b *testing.B) {
+		c.region(func() {
+			deep(20, func() {
+				for b.Loop() {
+					if !c.callingFromCallback() {
+						b.Fatal("not in the region")
+					}
+				}
+			})
+		})
+	})
+	b.Run("goroutineID", func(b *testing.B) {
+		deep(20, func() {
+			for b.Loop() {
+				if goroutineID() == 0 {
+					b.Fatal("no ID")
+				}
+			}
+		})
+	})
+	b.Run("region", func(b *testing.B) {
+		for b.Loop() {
+			c.region(func() {})
+		}
+	})
+}

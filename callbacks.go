@@ -853,9 +853,17 @@ func (c *Collector) tokenFor(req *Request) uint64 {
 		}
 	}
 	if c.callingFromCallback() {
-		if t := c.serial.owner.Load(); t != 0 {
-			return t
-		}
+		return c.heldToken()
+	}
+	return c.marks.tokens.Add(1)
+}
+
+// heldToken is tokenFor for a caller known to run in c's callbacks: the
+// token of the callback holding the turn, or a new one when none does
+// (callbacks that do not take turns).
+func (c *Collector) heldToken() uint64 {
+	if t := c.serial.owner.Load(); t != 0 {
+		return t
 	}
 	return c.marks.tokens.Add(1)
 }
