@@ -55,17 +55,16 @@ func (c *Collector) submit(req *Request) error {
 		}
 		return err
 	}
-	// Sync mode: one goroutine-ID lookup answers both "must this Visit wait
-	// for the crawl?" and "must OnError of a refusal be marked as a callback?".
-	id := goroutineID()
-	_, nested := c.inCallback.Load(id)
+	// Sync mode: a Visit from a callback must not wait for the crawl, and
+	// the callbacks of its refusal run in the caller's region.
+	nested := c.callingFromCallback()
 	r, err := c.enter(cfg, req)
 	if err != nil {
-		req.regionGID.Store(id) // its refusal's callbacks run on this goroutine
 		if nested {
+			req.regionGID.Store(c.heldToken())
 			c.refuseMarked(req, err)
 		} else {
-			c.withCallbackMarkID(id, func() { c.refuseMarked(req, err) })
+			c.markCallbacksFor(req, func() { c.refuseMarked(req, err) })
 		}
 		return err
 	}
@@ -77,9 +76,9 @@ func (c *Collector) submit(req *Request) error {
 }
 
 // submitChild admits a request made by Request.Visit and its kin, which never
-// wait for the crawl. Such calls come from callbacks, whose goroutine is
-// already marked in sync mode, so no goroutine-ID lookup is needed: this is
-// the hot path of a crawl (every link of every page passes here).
+// wait for the crawl. Such calls come from callbacks, in the region of the
+// request they were made from, whose token they carry: this is the hot path
+// of a crawl (every link of every page passes here).
 func (c *Collector) submitChild(req *Request) error {
 	cfg := c.config()
 	// A link belongs to its parent's run: a queue run's storage takes it even

@@ -20,9 +20,10 @@ import (
 // plain nesting of the tags: the implied end tags of p, li, dd, dt and table
 // cells, implied tbody and tr, the newline after <pre>, raw text elements,
 // text after </body>. Where the parser would move or rebuild what was already
-// built (adoption of misnested formatting elements, foster parenting out of a
-// table, foreign content, templates, quirks-mode tables, an open stack deeper
-// than the parser allows), the streamer gives up and the page is parsed whole,
+// built (adoption of misnested formatting elements, formatting elements a
+// cell closed over an open object leaves to be rebuilt, foster parenting out
+// of a table, foreign content, templates, quirks-mode tables, an open stack
+// deeper than the parser allows), the streamer gives up and the page is parsed whole,
 // before any callback ran. The differential test over real manuals and a fuzz
 // target hold it to html.Parse's result.
 
@@ -623,8 +624,7 @@ func (s *streamer) start(t tag) bool {
 	case modeCell:
 		switch t.atom {
 		case atom.Caption, atom.Col, atom.Colgroup, atom.Tbody, atom.Td, atom.Tfoot, atom.Th, atom.Thead, atom.Tr:
-			s.closeCell()
-			return s.start(t)
+			return s.closeCell() && s.start(t)
 		}
 	case modeColgroup:
 		switch t.atom {
@@ -660,10 +660,28 @@ func (s *streamer) startInTable(t tag) bool {
 
 // closeCell ends the open td or th; the formatting elements inside it leave
 // the parser's list with it.
-func (s *streamer) closeCell() {
+func (s *streamer) closeCell() bool {
 	if i := s.inScope(scopeTable, atom.Td, atom.Th); i >= 0 {
-		s.pop(i)
+		return s.popCell(i)
 	}
+	return true
+}
+
+// popCell closes the cell at index i. The parser then clears its list of
+// active formatting elements back to the last marker only: when an applet,
+// marquee or object is still open inside the cell, that is the marker of
+// the innermost one, so the formatting elements between the cell and it
+// (and the cell's own marker) stay on the list after they left the stack,
+// to be rebuilt around later text. The streamer does not rebuild them: such
+// a page parses whole.
+func (s *streamer) popCell(i int) bool {
+	for _, f := range s.stack[i+1:] {
+		if isMarker(f.atom) {
+			return false
+		}
+	}
+	s.pop(i)
+	return true
 }
 
 func (s *streamer) startInBody(t tag) bool {
@@ -823,15 +841,14 @@ func (s *streamer) end(t tag) bool {
 		switch t.atom {
 		case atom.Td, atom.Th:
 			if i := s.inScope(scopeTable, t.atom); i >= 0 {
-				s.pop(i)
+				return s.popCell(i)
 			}
 			return true
 		case atom.Body, atom.Caption, atom.Col, atom.Colgroup, atom.Html:
 			return true
 		case atom.Table, atom.Tbody, atom.Tfoot, atom.Thead, atom.Tr:
 			if s.inScope(scopeTable, t.atom) >= 0 {
-				s.closeCell()
-				return s.end(t)
+				return s.closeCell() && s.end(t)
 			}
 			return true
 		}

@@ -164,6 +164,17 @@ var streamCases = []struct {
 	{"script in table", `<table><script>x</script><style></style><tr><td>a</td></tr></table>`, "yyyy"},
 	{"link in table in link", `<a href=1><table><tr><td><a href=2>x</a></td></tr></table></a>`, "yyyy"},
 	{"caption", `<table><caption>c</caption><tr><td>x</table>`, "nnnn"},
+	// A cell that closes over an open object, applet or marquee clears the
+	// parser's list of formatting elements only back to that element's
+	// marker: the formatting elements before it stay and are rebuilt
+	// around later text.
+	{"cell end over open marquee", `<table><tr><td><a href=/x><marquee>news</td></tr></table><p>one</p><p>two <a href=/y>y</a></p>`, "nnnn"},
+	{"cell start over open object", `<table><tr><td><b><object>x<td>y</table><p>z`, "nnnn"},
+	{"table end over open applet", `<table><tr><td><i><applet>a</table>b`, "nnnn"},
+	{"row end over open marquee", `<table><tr><td><marquee>a</tr></table><p>b`, "nnnn"},
+	{"object closed inside its cell", `<table><tr><td><b>c<object><i>x</object>y</b></td></tr></table><p>z`, "yyyy"},
+	{"marquee end clears its formatting", `<div><marquee><b>x<i>y</marquee>z</div>`, "yyyy"},
+	{"object in cell of nested table", `<table><tr><td><object><table><tr><td><b>x</td></tr></table></object></td></tr></table><p>y`, "yyyy"},
 	{"nobr twice", `<nobr>a<nobr>b`, "nnnn"},
 	{"many fragments joined into one text", "<div>" + strings.Repeat("a</x>&amp;", 20000) + "</div>", "yyyy"},
 	{"deep but within the parser's limit", strings.Repeat("<div>", 400) + "x", "yyyy"},

@@ -242,14 +242,24 @@ func deleteDetached[T any](s []T, del func(T) bool) []T {
 // from ending its goroutine; safely notes which callback it was, and the
 // engine's worker, whose deferred calls still run, reports the request like
 // a panic (see goexitError) and the scheduler replaces the worker.
+//
+// safely itself is for a callback outside every request's region (an item
+// pipeline): it runs in a region of its own.
 func (c *Collector) safely(name string, f func()) (err error) {
-	return c.safelyFor(nil, name, f)
+	token := c.marks.tokens.Add(1)
+	c.region(func() { err = c.safelyAs(nil, token, name, f) })
+	return err
 }
 
-// safelyFor is safely for a callback run for req (nil: unknown), whose
-// regionGID spares the sync-mode turn a goroutine-ID lookup.
-func (c *Collector) safelyFor(req *Request, name string, f func()) (err error) {
-	release, err := c.serial.enter(c, req)
+// safelyFor is safely for a callback run for req, whose token (see
+// markCallbacksFor) tells the sync-mode turn which region it belongs to.
+func (c *Collector) safelyFor(req *Request, name string, f func()) error {
+	return c.safelyAs(req, 0, name, f)
+}
+
+// safelyAs is safelyFor with the region's token given (0: req's).
+func (c *Collector) safelyAs(req *Request, token uint64, name string, f func()) (err error) {
+	release, err := c.serial.enter(c, req, token)
 	if err != nil {
 		return fmt.Errorf("%s not run: %w", name, err)
 	}
@@ -288,10 +298,15 @@ var (
 // running, so that a callback that never returns can be named (see
 // run.guard); the cost is one atomic store.
 func (c *Collector) safelyAt(req *Request, label *callbackLabel, f func()) error {
+	return c.safelyAtAs(req, 0, label, f)
+}
+
+// safelyAtAs is safelyAt with the region's token given (0: req's).
+func (c *Collector) safelyAtAs(req *Request, token uint64, label *callbackLabel, f func()) error {
 	if req != nil {
 		req.running.Store(label)
 	}
-	return c.safelyFor(req, label.kind, f)
+	return c.safelyAs(req, token, label.kind, f)
 }
 
 // goexitError is the error for a request whose processing was cut short on
@@ -313,12 +328,18 @@ func (c *Collector) goexitError(v any) error {
 // running callbacks when that matters (sync mode, outside the engine's own
 // workers, which are marked already).
 func (c *Collector) handleOnError(resp *Response, err error) {
+	c.handleOnErrorAs(resp, 0, err)
+}
+
+// handleOnErrorAs is handleOnError in the region of the given token (0: the
+// one resp.Request carries).
+func (c *Collector) handleOnErrorAs(resp *Response, token uint64, err error) {
 	if c.debugging() {
 		c.emit(evError, resp.Request, responseValues(resp, err))
 	}
 	cbs := c.snapshotCallbacks()
 	for _, f := range cbs.err {
-		if perr := c.safelyAt(resp.Request, &labelOnError, func() { f(resp, err) }); perr != nil {
+		if perr := c.safelyAtAs(resp.Request, token, &labelOnError, func() { f(resp, err) }); perr != nil {
 			c.logger.Error("OnError callback panicked", "url", logURL(resp.Request), "err", perr)
 		}
 	}
@@ -457,10 +478,13 @@ func (r *run) finishStuck(g *guardCall) {
 	}
 	// OnError hears of it, on a guarded goroutine too: the run is reaping,
 	// so an OnError that blocks as well is abandoned after the grace. The
-	// stuck goroutine no longer speaks for req (see regionGID).
+	// stuck goroutine no longer speaks for req (see regionGID): this
+	// OnError has a region and token of its own.
 	req.regionGID.Store(0)
 	r.guard(req, "OnError", func() {
-		r.c.markCallbacks(r.cfg, func() { r.c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err) })
+		r.c.newRegion(func(token uint64) {
+			r.c.handleOnErrorAs(&Response{Request: req, Ctx: req.Ctx}, token, err)
+		})
 	})
 	if !r.queueMode || r.ctx.Err() == nil {
 		r.front.finish(r.ctx, req, false)
@@ -490,9 +514,9 @@ type serialCallbacks struct {
 	once sync.Once
 	// turn holds a value while a callback runs.
 	turn chan struct{}
-	// owner is the goroutine ID holding turn, so that a callback that runs
-	// another one on its goroutine (OnHTML's Visit refused to OnRefused)
-	// does not wait for itself.
+	// owner is the token of the region holding turn (see callbackMarks),
+	// so that a callback that runs another one on its goroutine (OnHTML's
+	// Visit refused to OnRefused) does not wait for itself.
 	owner atomic.Uint64
 	// ownerDone is the Done channel of the crawl whose callback holds turn
 	// (nil for a callback outside a crawl, such as a top-level Visit's
@@ -524,7 +548,7 @@ func ConcurrentCallbacks() CollectorOption {
 // one holding the turn on this goroutine. If the crawl stops while it waits (a callback is stuck),
 // it returns ErrStopped: the stopped crawl's remaining callbacks are skipped
 // rather than run concurrently or waited for forever.
-func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
+func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(), error) {
 	if s.off.Load() {
 		return noRelease, nil
 	}
@@ -546,7 +570,10 @@ func (s *serialCallbacks) enter(c *Collector, req *Request) (func(), error) {
 		done = d
 	}
 	s.once.Do(s.init)
-	id := req.goroutine()
+	id := token
+	if id == 0 {
+		id = c.tokenFor(req)
+	}
 	if s.owner.Load() == id {
 		return noRelease, nil
 	}
@@ -577,39 +604,98 @@ func (s *serialCallbacks) init() {
 	}
 }
 
-// callingFromCallback reports whether the current goroutine is running one of
-// this collector's callbacks (see markCallbacks).
-func (c *Collector) callingFromCallback() bool {
-	_, ok := c.inCallback.Load(goroutineID())
-	return ok
-}
+// The callback mark: which goroutines are running this collector's
+// callbacks. Colly's API gives c.Visit and c.Stop no handle on the request
+// they are called from, yet a call from a callback must not wait for the
+// crawl it is part of. Go has no goroutine-local state, and reading the
+// goroutine's ID from runtime.Stack costs a microsecond or more (it formats
+// the whole stack), once per page at least. So a stretch of engine work that
+// runs user code (a region: a request's fetch or analysis, a refusal's
+// callbacks, an item's pipelines) runs inside one of a few marker frames,
+// which the collector holds alone while any region of it is open: a call
+// finds out whether it comes from a callback by looking for its collector's
+// frame among the return addresses of its own stack (runtime.Callers, no
+// formatting). A goroutine a callback starts has a stack of its own, so its
+// calls are top-level ones, as before. Only when more collectors than there
+// are frames run callbacks at once do the extra ones mark goroutine IDs.
+//
+// The sync-mode turn (serialCallbacks) needs to know which region holds it;
+// each region has a token for that, which its request carries (see
+// markCallbacksFor), and the requests its callbacks make copy.
 
-// markCallbacks runs f with the current goroutine recorded as running this
-// collector's callbacks. Colly's API gives c.Visit and c.Stop no handle on
-// the request they are called from, so the goroutine ID (read from
-// runtime.Stack, about a microsecond) is the only way to tell a call from a
-// callback, which must not wait for the crawl it is part of, from a
-// top-level call.
-func (c *Collector) markCallbacks(_ *config, f func()) {
-	c.withCallbackMark(f)
-}
+// markSlots is how many collectors can run callbacks at once with a marker
+// frame each.
+const markSlots = 8
 
-func (c *Collector) withCallbackMark(f func()) {
-	c.withCallbackMarkID(goroutineID(), f)
-}
+// The marker frames. Each calls f from one call site, whose return address
+// (markPCs) identifies it on a stack.
+//
+//go:noinline
+func markFrame0(f func()) { f() }
 
-// withCallbackMarkID is withCallbackMark for a caller that knows its goroutine ID.
-func (c *Collector) withCallbackMarkID(id uint64, f func()) {
-	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
-		f()
-		return
+//go:noinline
+func markFrame1(f func()) { f() }
+
+//go:noinline
+func markFrame2(f func()) { f() }
+
+//go:noinline
+func markFrame3(f func()) { f() }
+
+//go:noinline
+func markFrame4(f func()) { f() }
+
+//go:noinline
+func markFrame5(f func()) { f() }
+
+//go:noinline
+func markFrame6(f func()) { f() }
+
+//go:noinline
+func markFrame7(f func()) { f() }
+
+var markFrames = [markSlots]func(func()){markFrame0, markFrame1, markFrame2, markFrame3, markFrame4, markFrame5, markFrame6, markFrame7}
+
+// markPCs holds, for each marker frame, the return address of its call of
+// f as runtime.Callers reports it.
+var markPCs = func() (pcs [markSlots]uintptr) {
+	for i, frame := range markFrames {
+		frame(func() {
+			var pc [1]uintptr
+			runtime.Callers(2, pc[:]) // 0: Callers, 1: this func, 2: the frame
+			pcs[i] = pc[0]
+		})
 	}
-	defer c.inCallback.Delete(id)
-	f()
+	return pcs
+}()
+
+// markOwners holds the collector each marker frame belongs to while that
+// collector has a region open (nil: free). Process-wide, as the frames are.
+var markOwners [markSlots]atomic.Pointer[Collector]
+
+// callbackMarks is a collector's side of the callback mark.
+type callbackMarks struct {
+	// mu serializes the opening of a first region and the closing of a
+	// last, when the collector takes and gives back its marker frame.
+	mu sync.Mutex
+	// open counts the open regions: changed from and to 0 only under mu,
+	// otherwise by compare-and-swap.
+	open atomic.Int64
+	// slot is the collector's marker frame plus one, 0 for none (too many
+	// collectors run callbacks): its regions then mark goroutine IDs in
+	// inCallback. Fixed while any region is open; written under mu.
+	slot atomic.Int32
+	// tokens numbers the regions, for the sync-mode turn.
+	tokens atomic.Uint64
 }
+
+// goroutineIDCalls counts goroutineID calls, for the test that keeps them
+// off the per-page path.
+var goroutineIDCalls atomic.Uint64
 
 // goroutineID parses "goroutine 123 [running]:" from runtime.Stack.
 func goroutineID() uint64 {
+	goroutineIDCalls.Add(1)
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	b = bytes.TrimPrefix(b, []byte("goroutine "))
@@ -620,26 +706,164 @@ func goroutineID() uint64 {
 	return id
 }
 
-// markCallbacksFor is markCallbacks for the callbacks of req: the one
-// goroutine-ID lookup of the region is kept in req.regionGID, where the
-// sync-mode turn (serialCallbacks.enter) of each callback of req, and of the
-// refusals of the requests its callbacks make (Request.Visit and kin), finds
-// it instead of reading runtime.Stack once per callback.
-func (c *Collector) markCallbacksFor(req *Request, f func()) {
+// region runs f marked as running c's callbacks.
+func (c *Collector) region(f func()) {
+	m := &c.marks
+	slot := m.enter(c)
+	defer m.exit(slot)
+	if slot > 0 {
+		markFrames[slot-1](f)
+		return
+	}
+	// No marker frame left: mark the goroutine by its ID.
 	id := goroutineID()
-	req.regionGID.Store(id)
-	defer req.regionGID.Store(0)
-	c.withCallbackMarkID(id, f)
+	if _, loaded := c.inCallback.LoadOrStore(id, struct{}{}); loaded {
+		f()
+		return
+	}
+	defer c.inCallback.Delete(id)
+	f()
 }
 
-// goroutine returns the ID of the goroutine running r's callbacks, which
-// is the caller's when the caller runs one of them or a refusal they
-// caused; without r, or outside its callbacks, it looks the ID up.
-func (r *Request) goroutine() uint64 {
-	if r != nil {
-		if id := r.regionGID.Load(); id != 0 {
-			return id
+// enter opens a region and returns the collector's marker frame plus one (0:
+// none). Only the first region takes the lock, to take a frame.
+func (m *callbackMarks) enter(c *Collector) int32 {
+	for {
+		n := m.open.Load()
+		if n == 0 {
+			break
+		}
+		if m.open.CompareAndSwap(n, n+1) {
+			return m.slot.Load() // fixed while a region is open
 		}
 	}
-	return goroutineID()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.open.Load() == 0 {
+		m.slot.Store(0)
+		for i := range markOwners {
+			if markOwners[i].CompareAndSwap(nil, c) {
+				m.slot.Store(int32(i) + 1)
+				break
+			}
+		}
+	}
+	m.open.Add(1)
+	return m.slot.Load()
+}
+
+// exit closes a region; the last one gives the marker frame back.
+func (m *callbackMarks) exit(slot int32) {
+	for {
+		n := m.open.Load()
+		if n <= 1 {
+			break
+		}
+		if m.open.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.open.Add(-1) == 0 && slot > 0 {
+		markOwners[slot-1].Store(nil)
+	}
+}
+
+// callingFromCallback reports whether the current goroutine is running one
+// of c's callbacks (inside a region of c).
+func (c *Collector) callingFromCallback() bool {
+	m := &c.marks
+	if m.open.Load() == 0 {
+		return false
+	}
+	slot := m.slot.Load()
+	if slot == 0 {
+		_, ok := c.inCallback.Load(goroutineID())
+		return ok
+	}
+	// The frame found belongs to an open region; it is c's if c still
+	// holds the frame (it held it while the region was open).
+	return onStack(markPCs[slot-1]) && markOwners[slot-1].Load() == c
+}
+
+// onStack reports whether pc is among the return addresses of the current
+// goroutine's stack.
+func onStack(pc uintptr) bool {
+	var buf [64]uintptr
+	for skip := 2; ; skip += len(buf) {
+		n := runtime.Callers(skip, buf[:])
+		if slices.Contains(buf[:n], pc) {
+			return true
+		}
+		if n < len(buf) {
+			return false
+		}
+	}
+}
+
+// markCallbacksFor runs f, the callbacks of req, in a region whose token req
+// carries meanwhile: the sync-mode turn of each callback of req, and of the
+// refusals of the requests its callbacks make (Request.Visit and kin, which
+// copy it), finds it there.
+func (c *Collector) markCallbacksFor(req *Request, f func()) {
+	req.regionGID.Store(c.marks.tokens.Add(1))
+	defer req.regionGID.Store(0)
+	c.region(f)
+}
+
+// withCallbackMark runs f as c's callbacks, with the token their sync-mode
+// turn goes by (see tokenFor): req's, if it has one (nil: none), that of the
+// callback holding the turn when called from c's callbacks, or a new one.
+func (c *Collector) withCallbackMark(req *Request, f func(token uint64)) {
+	token := c.tokenFor(req)
+	c.region(func() { f(token) })
+}
+
+// newRegion runs f as c's callbacks, in a region of its own: for engine work
+// that no callback is waiting in (an item's OnError, a stuck request's).
+func (c *Collector) newRegion(f func(token uint64)) {
+	token := c.marks.tokens.Add(1)
+	c.region(func() { f(token) })
+}
+
+// withTokenOn is withCallbackMark for the callbacks of req (a refusal, a
+// request whose fetch failed): req carries the token while f runs, unless
+// it has one already (a request made by a callback).
+func (c *Collector) withTokenOn(req *Request, f func()) {
+	if req.regionGID.Load() != 0 {
+		c.region(f)
+		return
+	}
+	c.withCallbackMark(nil, func(token uint64) {
+		req.regionGID.Store(token)
+		defer req.regionGID.Store(0)
+		f()
+	})
+}
+
+// tokenFor returns the token of the region running req's callbacks. For a
+// request without one (nil: none), called from inside c's callbacks, it is
+// the token of the callback holding the sync-mode turn, which, as user code
+// runs only while holding it, is the caller's; elsewhere a new one.
+func (c *Collector) tokenFor(req *Request) uint64 {
+	if req != nil {
+		if t := req.regionGID.Load(); t != 0 {
+			return t
+		}
+	}
+	if c.callingFromCallback() {
+		return c.heldToken()
+	}
+	return c.marks.tokens.Add(1)
+}
+
+// heldToken is tokenFor for a caller known to run in c's callbacks: the
+// token of the callback holding the turn, or a new one when none does
+// (callbacks that do not take turns).
+func (c *Collector) heldToken() uint64 {
+	if t := c.serial.owner.Load(); t != 0 {
+		return t
+	}
+	return c.marks.tokens.Add(1)
 }

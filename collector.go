@@ -118,8 +118,10 @@ type Collector struct {
 	// counts are the rest of Stats' counters.
 	counts counters
 	itemState
-	// inCallback holds the goroutine IDs currently running this collector's
-	// callbacks (sync mode only), so that a Visit from a callback does not wait.
+	// marks tells a call from this collector's callbacks (callbacks.go).
+	marks callbackMarks
+	// inCallback holds the goroutine IDs running this collector's callbacks
+	// when it found no marker frame free (see callbackMarks).
 	inCallback sync.Map
 	// serial makes a sync collector's callbacks take turns (callbacks.go).
 	serial serialCallbacks

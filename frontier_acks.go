@@ -169,12 +169,17 @@ func (f *queueFrontier) reportVisited(refused []*Request) {
 	}
 	if f.cfg.async || len(f.c.snapshotCallbacks().refused) == 0 {
 		// No OnRefused to run, or nothing in it can make Visit wait: the
-		// sync-mode callback mark (a goroutine-ID lookup) is not needed.
+		// sync-mode callback mark (a look at the stack) is not needed.
 		report()
 		return
 	}
 	// One mark for the batch: most links of a page are visited already.
-	f.c.withCallbackMark(report)
+	f.c.withCallbackMark(nil, func(token uint64) {
+		for _, r := range refused {
+			r.regionGID.Store(token)
+		}
+		report()
+	})
 }
 
 // finish stores the links req's callbacks found, then acknowledges its

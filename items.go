@@ -133,7 +133,7 @@ func (r *run) processItem(ctx context.Context, it item) (item, error) {
 			} else {
 				outcome = &c.items.failed
 				ierr := &ItemError{Item: cur, Pipeline: i, Err: err}
-				c.markCallbacks(r.cfg, func() { c.handleOnError(resp, ierr) })
+				c.newRegion(func(token uint64) { c.handleOnErrorAs(resp, token, ierr) })
 			}
 			break
 		}

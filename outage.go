@@ -118,7 +118,7 @@ func (o *outages) failed(op string, attempt int, err error, req *Request) {
 		req = &Request{URL: &url.URL{}, Ctx: NewContext(), Headers: &http.Header{}, collector: o.c}
 	}
 	resp := &Response{Request: req, Ctx: req.Ctx}
-	o.c.withCallbackMark(func() { o.c.handleOnError(resp, &StorageError{Op: op, Err: err}) })
+	o.c.withCallbackMark(req, func(token uint64) { o.c.handleOnErrorAs(resp, token, &StorageError{Op: op, Err: err}) })
 }
 
 // recovered records a success of op that started at started, ending its

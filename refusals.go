@@ -141,7 +141,7 @@ func (c *Collector) refuse(req *Request, err error) {
 		c.deliverRefusal(req, err)
 		return
 	}
-	c.withCallbackMark(func() { c.deliverRefusal(req, err) })
+	c.withTokenOn(req, func() { c.deliverRefusal(req, err) })
 }
 
 // refuseMarked is refuse without the callback mark: the caller's goroutine

@@ -100,10 +100,10 @@ type Request struct {
 	// running names the callback this request's stage work is in (see
 	// safelyAt), for the report of a callback that never returns.
 	running atomic.Pointer[callbackLabel]
-	// regionGID is the goroutine running this request's callbacks while
-	// they run (see markCallbacksFor), copied to the requests they make
+	// regionGID is the token of the region running this request's callbacks
+	// while they run (see markCallbacksFor), copied to the requests they make
 	// while those are submitted, so that the sync-mode turn knows a nested
-	// callback without a goroutine-ID lookup per callback.
+	// callback (see callbackMarks).
 	regionGID atomic.Uint64
 	// finished is set by the first finish of the request: a stage that
 	// abandoned a stuck callback and the callback's late return cannot both
@@ -261,6 +261,12 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	} else {
 		req, err = c.newRequest(u, method, depth, body, r.Ctx.Clone(), hdr) // let admission report the bad URL
 	}
+	if id := r.regionGID.Load(); id != 0 {
+		// Made by r's callbacks (or by code holding r while they run): a
+		// refusal's callbacks run nested, in their region.
+		req.regionGID.Store(id)
+		defer req.regionGID.Store(0)
+	}
 	if err != nil {
 		req.err = err
 		c.refuse(req, err)
@@ -274,12 +280,6 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
-	if id := r.regionGID.Load(); id != 0 {
-		// Made by r's callbacks (or by code holding r while they run): a
-		// refusal's callbacks run nested, on their goroutine.
-		req.regionGID.Store(id)
-		defer req.regionGID.Store(0)
-	}
 	if r.run != nil && r.run.queueMode {
 		req.entry.parent = r
 		defer func() { req.entry.parent = nil }()

@@ -9,7 +9,7 @@
 #   RUNS=N         runs per (scenario, impl); default 3 (QUICK: 1); medians are reported
 #   MEM_RUNS=N     runs of the memory scenario; default 1 (it is the longest)
 #   SCENARIOS="throughput politeness rate memory"   subset to run; the opt-in
-#                  scenarios "storage", "cluster" and "issue20" (see below) are never run by default
+#                  scenarios "storage", "cluster", "issue20" and "broad" (see below) are never run by default
 #   IMPLS="raw colly-async ..."   default: every impl of both crawl binaries but the storage ones
 #                  and issue 20's (*-queue-add* and *-stream, which run in the issue20 scenario or when named here);
 #                  magpie-queue-redis (the queue on redisstore) starts a redis-server of its own
@@ -70,6 +70,16 @@
 # them, the AddURL crawls on SQLite and Redis about a minute each); less on a
 # quieter machine.
 #
+# The broad scenario (SCENARIOS=broad, opt-in) crawls a site of
+# $BROAD_HOSTS hosts (a list, default "200 2000"; QUICK: 200), each on its
+# own loopback address of one port (site -loopback) with a robots.txt, and
+# $BROAD_PAGES pages per host (default 50; QUICK: 10), with Delay 200 ms and
+# Parallelism 1 per host and 64 workers, by each crawler of $BROAD_IMPLS
+# (default "raw colly-async magpie-async"; IMPLS does not apply). The ideal
+# is hosts / 200 ms pages/s. A site of more hosts than the open-files limit
+# allows (one listener each, and the crawler's connections) needs ulimit -n
+# raised.
+#
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
 # the brief's sizes is throughput at latency 5 ms with P=1, which is crawled
@@ -96,6 +106,8 @@ if [[ $QUICK == 1 ]]; then
 	OPS_FOR=${OPS_FOR:-3s}
 	I20_PAGES=${I20_PAGES:-1000}
 	I20_RSS_PAGES=${I20_RSS_PAGES:-10000}
+	BROAD_HOSTS=${BROAD_HOSTS:-200}
+	BROAD_PAGES=${BROAD_PAGES:-10}
 else
 	RUNS=${RUNS:-3}
 	TP_PAGES=${TP_PAGES:-20000}
@@ -110,7 +122,10 @@ else
 	OPS_FOR=${OPS_FOR:-10s}
 	I20_PAGES=${I20_PAGES:-20000}
 	I20_RSS_PAGES=${I20_RSS_PAGES:-200000}
+	BROAD_HOSTS=${BROAD_HOSTS:-"200 2000"}
+	BROAD_PAGES=${BROAD_PAGES:-50}
 fi
+BROAD_IMPLS=${BROAD_IMPLS:-"raw colly-async magpie-async"}
 I20_P=${I20_P:-64}
 I20_IMPLS=${I20_IMPLS:-"raw colly-async magpie-async magpie-async-stream magpie-queue magpie-queue-add magpie-queue-add-stream magpie-queue-sqlite magpie-queue-add-sqlite magpie-queue-redis magpie-queue-add-redis"}
 I20_RSS_IMPLS=${I20_RSS_IMPLS:-"magpie-queue magpie-queue-add colly-queue-add"}
@@ -417,6 +432,22 @@ for sc in $SCENARIOS; do
 		;;
 	issue20)
 		issue20_scenario
+		;;
+	broad)
+		# Each host its own loopback address (one port), robots.txt on
+		# each, 200 ms between a host's request starts, 64 workers: the
+		# ideal is hosts / 200 ms, as long as 64 workers keep up.
+		for hosts in $BROAD_HOSTS; do
+			start_site -hosts "$hosts" -loopback -robots -pages "$BROAD_PAGES" -size 16 -links 10
+			printf '%s\n' $bases | tr '\n' ',' >"$bin/broad-hosts"
+			for run in $(seq "$RUNS"); do
+				for impl in $BROAD_IMPLS; do
+					[[ " $all_impls " == *" $impl "* ]] || continue
+					crawl broad "${hosts}h×${BROAD_PAGES}p delay=200ms hostpar=1 P=64" "$((hosts * 5))" "$run" "$impl" \
+						-p 64 -host-par 1 -delay 200ms -robots -hosts "@$bin/broad-hosts"
+				done
+			done
+		done
 		;;
 	*)
 		echo "unknown scenario $sc" >&2

@@ -459,6 +459,13 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 	if cfg.fetcher != nil {
 		opts = append(opts, magpie.WithFetcher(cfg.fetcher))
 	}
+	if len(cfg.fields) == 0 {
+		// The page items need only title and the followed links: the
+		// library matches them while tokenizing, and parses a page whole
+		// when a --follow selector or the page itself does not allow it.
+		// --field's selectors look inside the whole document.
+		opts = append(opts, magpie.StreamHTML())
+	}
 	return opts, nil
 }
 

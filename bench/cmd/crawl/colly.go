@@ -25,6 +25,7 @@ func collyRules(cfg harness.Config) []*colly.LimitRule {
 func newColly(ctx context.Context, cfg harness.Config, n *harness.Counters, opts ...colly.CollectorOption) (*colly.Collector, error) {
 	opts = append(opts, colly.AllowedDomains(cfg.Allowed...), colly.StdlibContext(ctx))
 	c := colly.NewCollector(opts...)
+	c.IgnoreRobotsTxt = !cfg.Robots
 	if err := c.Limits(collyRules(cfg)); err != nil {
 		return nil, err
 	}

@@ -240,6 +240,7 @@ var titles = map[string]string{
 	"cluster":     "One Redis against a Redis Cluster",
 	"issue20":     "Issue 20: every crawler at 0 ms",
 	"issue20-rss": "Issue 20: peak RSS of a long crawl",
+	"broad":       "Broad crawl (a host per loopback address, robots.txt, per-host Parallelism 1, Delay 200 ms; ideal = hosts / Delay)",
 }
 
 func write(w io.Writer, rows []*row) error {
@@ -256,7 +257,7 @@ func write(w io.Writer, rows []*row) error {
 			writeStorage(bw, rows, sc)
 			continue
 		}
-		polite := sc == "politeness" || sc == "rate"
+		polite := sc == "politeness" || sc == "rate" || sc == "broad"
 		title := titles[sc]
 		if title == "" {
 			title = sc

@@ -43,6 +43,7 @@ type config struct {
 	latency   time.Duration
 	errorRate float64
 	hosts     int
+	loopback  bool // hosts on distinct loopback addresses, one port
 	robots    bool
 	frontier  int // hub mode when > 0: leaves behind the hub pages
 	hubLinks  int
@@ -57,6 +58,7 @@ func main() {
 	flag.DurationVar(&cfg.latency, "latency", 0, "delay before each page response")
 	flag.Float64Var(&cfg.errorRate, "error-rate", 0, "fraction of pages (fixed by the seed) answered with 500")
 	flag.IntVar(&cfg.hosts, "hosts", 1, "number of hosts, each a listener on its own port of 127.0.0.1")
+	flag.BoolVar(&cfg.loopback, "loopback", false, "put the hosts on distinct loopback addresses (127.1.0.1, 127.1.0.2, ...) of one port instead, as the hosts of a broad crawl")
 	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
 	flag.IntVar(&cfg.frontier, "frontier", 0, "hub mode: serve this many leaf URLs behind hub pages (see hubs.go); 0: the normal site")
 	flag.IntVar(&cfg.hubLinks, "hub-links", 5000, "hub mode: links per hub page")
@@ -80,6 +82,8 @@ func (c config) check() error {
 		return errors.New("-links must be at least 3")
 	case c.hosts < 1:
 		return errors.New("-hosts must be at least 1")
+	case c.loopback && c.hosts > 254*254*126:
+		return errors.New("-loopback allows at most 8,128,616 hosts")
 	case c.errorRate < 0 || c.errorRate > 1:
 		return errors.New("-error-rate must be in [0, 1]")
 	case c.latency < 0:
@@ -98,10 +102,18 @@ func run(cfg config) error {
 
 	lns := make([]net.Listener, cfg.hosts)
 	bases := make([]string, cfg.hosts)
+	port := "0"
 	for h := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		addr := "127.0.0.1:0"
+		if cfg.loopback {
+			addr = net.JoinHostPort(loopbackAddr(h), port)
+		}
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
+		}
+		if cfg.loopback && h == 0 {
+			_, port, _ = net.SplitHostPort(ln.Addr().String())
 		}
 		lns[h] = ln
 		bases[h] = "http://" + ln.Addr().String()
@@ -139,6 +151,12 @@ func run(cfg config) error {
 	}
 	wg.Wait()
 	return err
+}
+
+// loopbackAddr is host h's address in -loopback mode: 127.1.0.1 on, with no
+// 0 or 255 in the last two parts (up to 254×254×126 hosts).
+func loopbackAddr(h int) string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+h/(254*254), 1+h/254%254, 1+h%254)
 }
 
 type connKey struct{}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -163,5 +164,25 @@ func TestStatsCountDuplicatesNotControl(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /p/99 status = %d, want %d", resp.StatusCode, http.StatusNotFound)
+	}
+}
+
+// TestLoopbackAddrs: -loopback gives each host its own loopback address,
+// never one ending in 0 or 255.
+func TestLoopbackAddrs(t *testing.T) {
+	seen := map[string]int{}
+	for h := range 70000 {
+		a := loopbackAddr(h)
+		ip, err := netip.ParseAddr(a)
+		if err != nil || !ip.IsLoopback() {
+			t.Fatalf("loopbackAddr(%d) = %q, not a loopback address", h, a)
+		}
+		if b := ip.As4(); b[2] == 0 || b[3] == 0 || b[2] == 255 || b[3] == 255 {
+			t.Fatalf("loopbackAddr(%d) = %q", h, a)
+		}
+		if o, dup := seen[a]; dup {
+			t.Fatalf("loopbackAddr(%d) = loopbackAddr(%d) = %q", h, o, a)
+		}
+		seen[a] = h
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -41,6 +40,9 @@ type Config struct {
 	Hosts []string
 	// Allowed are the hostnames (no port) a crawler may visit.
 	Allowed []string
+	// Robots makes the raw and Colly crawlers honour robots.txt, as
+	// magpie's always do.
+	Robots bool
 }
 
 // Counters are what every implementation reports. Safe for concurrent use.
@@ -88,20 +90,31 @@ func Main(impls map[string]CrawlFunc) {
 		seed    = flag.String("url", "", "start URL (required)")
 		delay   = flag.Duration("delay", 0, "per-host delay between request starts")
 		hostPar = flag.Int("host-par", 0, "per-host parallelism (0: -p); set with -delay for politeness")
-		hosts   = flag.String("hosts", "", "comma or space separated base URLs or host:port of every host of the site")
+		hosts   = flag.String("hosts", "", "comma or space separated base URLs or host:port of every host of the site, or @FILE to read them from FILE")
 		timeout = flag.Duration("timeout", 30*time.Minute, "give up after this long")
 		list    = flag.Bool("list", false, "print the implementations built in and exit")
+		robots  = flag.Bool("robots", false, "honour robots.txt (raw and Colly; magpie always does)")
 	)
 	flag.Parse()
 	if *list {
 		fmt.Println(strings.Join(Names(impls), " "))
 		return
 	}
+	if name, ok := strings.CutPrefix(*hosts, "@"); ok {
+		// A broad crawl's thousands of hosts exceed what one argument may hold.
+		b, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crawl: -hosts:", err)
+			os.Exit(2)
+		}
+		*hosts = strings.TrimSpace(string(b))
+	}
 	cfg, err := NewConfig(*seed, *p, *delay, *hostPar, *hosts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crawl:", err)
 		os.Exit(2)
 	}
+	cfg.Robots = *robots
 	fn, ok := impls[*impl]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "crawl: unknown -impl %q (built: %s)\n", *impl, strings.Join(Names(impls), ", "))
@@ -190,17 +203,21 @@ func NewConfig(seed string, p int, delay time.Duration, hostPar int, hosts strin
 		cfg.HostPar = p
 	}
 	cfg.Hosts = []string{u.Host}
-	for _, h := range strings.FieldsFunc(hosts, func(r rune) bool { return r == ',' || r == ' ' }) {
+	// Sets beside the lists: a broad crawl names thousands of hosts.
+	seenHost, seenName := map[string]bool{u.Host: true}, map[string]bool{}
+	for _, h := range strings.FieldsFunc(hosts, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		if hu, err := url.Parse(h); err == nil && hu.Host != "" {
 			h = hu.Host
 		}
-		if !slices.Contains(cfg.Hosts, h) {
+		if !seenHost[h] {
+			seenHost[h] = true
 			cfg.Hosts = append(cfg.Hosts, h)
 		}
 	}
 	for _, h := range cfg.Hosts {
 		name := (&url.URL{Host: h}).Hostname()
-		if !slices.Contains(cfg.Allowed, name) {
+		if !seenName[name] {
+			seenName[name] = true
 			cfg.Allowed = append(cfg.Allowed, name)
 		}
 	}

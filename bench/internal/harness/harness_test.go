@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -137,5 +139,46 @@ func TestRunAllocsPerPage(t *testing.T) {
 	res, err = Run(t.Context(), "none", func(context.Context, Config, *Counters) error { return nil }, cfg)
 	if err != nil || res.AllocsPerPage != 0 {
 		t.Errorf("Run of no pages = %+v, %v, want AllocsPerPage 0 and no error", res, err)
+	}
+}
+
+// TestRawHonoursRobots: with Robots set, the raw crawler fetches robots.txt
+// once per host and skips what its "User-agent: *" group disallows; without
+// it, it fetches everything.
+func TestRawHonoursRobots(t *testing.T) {
+	for _, robots := range []bool{false, true} {
+		var mu sync.Mutex
+		hits := map[string]int{}
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits[r.URL.Path]++
+			mu.Unlock()
+			switch r.URL.Path {
+			case "/robots.txt":
+				fmt.Fprint(w, "User-agent: other\nDisallow: /\n\nUser-agent: x\nUser-agent: *\nDisallow: /private/ # comment\nAllow: /private/ok\n")
+			case "/":
+				fmt.Fprint(w, `<a href="/a">a</a><a href="/private/1">p</a><a href="/private/2">p</a>`)
+			default:
+				fmt.Fprint(w, "leaf")
+			}
+		}))
+		cfg, err := NewConfig(ts.URL+"/", 2, 0, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Robots = robots
+		var n Counters
+		if err := Raw(t.Context(), cfg, &n); err != nil {
+			t.Fatalf("Raw() error = %v", err)
+		}
+		ts.Close()
+		wantPages, wantRobots, wantPrivate := 4, 0, 1
+		if robots {
+			wantPages, wantRobots, wantPrivate = 2, 1, 0
+		}
+		if n.Pages.Load() != int64(wantPages) || hits["/robots.txt"] != wantRobots || hits["/private/1"] != wantPrivate {
+			t.Errorf("Robots=%v: %d pages, robots.txt fetched %d times, /private/1 %d; want %d, %d, %d",
+				robots, n.Pages.Load(), hits["/robots.txt"], hits["/private/1"], wantPages, wantRobots, wantPrivate)
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +37,10 @@ func Raw(ctx context.Context, cfg Config, n *Counters) error {
 				h, u, ok := f.next(ctx)
 				if !ok {
 					return
+				}
+				if cfg.Robots && !h.robots.allowed(ctx, client, u) {
+					f.done(h)
+					continue
 				}
 				links, err := fetch(ctx, client, u)
 				if err != nil {
@@ -112,6 +118,8 @@ func extractLinks(base *url.URL, r io.Reader) ([]*url.URL, error) {
 // concurrent use.
 type frontier struct {
 	cfg Config
+	// allowed is cfg.Allowed as a set: a broad crawl has thousands.
+	allowed map[string]bool
 	// mu guards every field below; cond waits on it.
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -125,6 +133,7 @@ type frontier struct {
 }
 
 type hostQueue struct {
+	robots   robotsRules
 	name     string
 	urls     []*url.URL
 	head     int
@@ -133,14 +142,17 @@ type hostQueue struct {
 }
 
 func newFrontier(cfg Config) *frontier {
-	f := &frontier{cfg: cfg, visited: map[string]struct{}{}, hosts: map[string]*hostQueue{}}
+	f := &frontier{cfg: cfg, visited: map[string]struct{}{}, hosts: map[string]*hostQueue{}, allowed: map[string]bool{}}
+	for _, h := range cfg.Allowed {
+		f.allowed[h] = true
+	}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
 
 // push queues u unless it was seen before or is not on an allowed host.
 func (f *frontier) push(u *url.URL) {
-	if u.Scheme != "http" && u.Scheme != "https" || !slices.Contains(f.cfg.Allowed, u.Hostname()) {
+	if u.Scheme != "http" && u.Scheme != "https" || !f.allowed[u.Hostname()] {
 		return
 	}
 	u.Fragment, u.RawFragment = "", ""
@@ -234,4 +246,67 @@ func (f *frontier) wakeAll() {
 	f.stopped = true
 	f.cond.Broadcast()
 	f.mu.Unlock()
+}
+
+// robotsRules are one host's robots.txt rules for every user agent: the
+// Disallow prefixes of its "User-agent: *" groups, fetched on first use.
+type robotsRules struct {
+	once     sync.Once
+	disallow []string
+}
+
+// allowed reports whether robots.txt of u's host lets u be fetched; a
+// robots.txt that cannot be had allows everything.
+func (r *robotsRules) allowed(ctx context.Context, client *http.Client, u *url.URL) bool {
+	r.once.Do(func() { r.disallow = fetchRobots(ctx, client, u) })
+	for _, p := range r.disallow {
+		if strings.HasPrefix(u.EscapedPath(), p) {
+			return false
+		}
+	}
+	return true
+}
+
+func fetchRobots(ctx context.Context, client *http.Client, u *url.URL) []string {
+	ru := url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ru.String(), nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	var out []string
+	all, inGroup := false, false
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 512<<10))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		switch k {
+		case "user-agent":
+			if !inGroup {
+				all = false
+			}
+			inGroup = true
+			all = all || v == "*"
+		case "disallow":
+			inGroup = false
+			if all && v != "" {
+				out = append(out, v)
+			}
+		default:
+			inGroup = false
+		}
+	}
+	return out
 }
