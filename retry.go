@@ -13,9 +13,12 @@ import (
 
 // maybeRetry sends a failed request back to the frontier when the retry
 // policy allows, or when the server said "come back later" (see
-// busyRetry), and reports whether it did.
+// busyRetry), and reports whether it did. A crawl that is stopping retries
+// nothing: the end of its context (Stop, the StdlibContext cancelled or
+// past its deadline) is no timeout, however its error reads
+// (context.DeadlineExceeded is a net.Error that says Timeout).
 func (r *run) maybeRetry(resp *Response) bool {
-	if r.ctx.Err() != nil {
+	if r.ctx.Err() != nil || endedByContext(resp.Request, resp.err) {
 		return false
 	}
 	p := r.cfg.retry
@@ -113,6 +116,14 @@ func (r *run) waitRobots(resp *Response, until time.Time) bool {
 	}
 	r.settled()
 	return true
+}
+
+// endedByContext reports whether err, req's failure, is the end of req's
+// StdlibContext (cancelled, or past its deadline): the crawl is stopping,
+// and a retry would only fail the same way.
+func endedByContext(req *Request, err error) bool {
+	cerr := req.stdContext().Err()
+	return cerr != nil && errors.Is(err, cerr)
 }
 
 // isNetworkError reports transport failures worth a retry: timeouts,
