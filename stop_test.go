@@ -242,3 +242,68 @@ func TestStdlibContextStopsQueuedRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestContextErrorNeverRetried: the end of the crawl's context is no
+// timeout, although context.DeadlineExceeded says Timeout(): a page cut
+// short by the StdlibContext's deadline or cancel is sent once and reaches
+// OnError once with the context's error, under a RetryPolicy that retries
+// timeouts. A page that times out on its own (SetRequestTimeout) is still
+// retried.
+func TestContextErrorNeverRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ctxEnds   bool // the StdlibContext ends while the page hangs
+		deadline  bool
+		wantHits  int64
+		wantError error
+	}{
+		{"deadline", true, true, 1, context.DeadlineExceeded},
+		{"cancel", true, false, 1, context.Canceled},
+		{"request timeout", false, false, 3, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tc.deadline {
+				ctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+			}
+			var hits atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if hits.Add(1) == 1 && tc.ctxEnds && !tc.deadline {
+					cancel()
+				}
+				<-r.Context().Done()
+			}))
+			defer ts.Close()
+			c := NewCollector(StdlibContext(ctx), IgnoreRobotsTxt(),
+				RetryPolicy(RetryOptions{MaxAttempts: 3, BaseDelay: time.Millisecond}))
+			if !tc.ctxEnds {
+				c.SetRequestTimeout(100 * time.Millisecond)
+			}
+			var spy stopSpy
+			spy.watch(c)
+			err := c.Visit(ts.URL + "/hang")
+			if n := hits.Load(); n != tc.wantHits {
+				t.Errorf("page sent %d times, want %d", n, tc.wantHits)
+			}
+			spy.mu.Lock()
+			defer spy.mu.Unlock()
+			if len(spy.errors) != 1 {
+				t.Fatalf("OnError called %d times (%v), want once", len(spy.errors), spy.errors)
+			}
+			if tc.wantError == nil {
+				if _, retried := errors.AsType[*RetryError](spy.errors[0]); !retried {
+					t.Errorf("OnError(%v), want a *RetryError after %d attempts", spy.errors[0], tc.wantHits)
+				}
+				return
+			}
+			if spy.errors[0] != tc.wantError || err != tc.wantError {
+				t.Errorf("OnError(%v), Visit() = %v; want %v itself, not retried", spy.errors[0], err, tc.wantError)
+			}
+			if st := c.Stats(); st.Retries != 0 {
+				t.Errorf("Stats retries %d, want 0", st.Retries)
+			}
+		})
+	}
+}
