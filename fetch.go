@@ -333,7 +333,9 @@ func stdContextErr(req *Request, err error) error {
 	if _, pending := errors.AsType[*robotsPendingError](err); pending {
 		return err
 	}
-	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) {
+	// net/http reports the context's cause, which a context made with
+	// WithCancelCause or WithTimeoutCause sets to an error of the caller's.
+	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(req.stdContext())) {
 		return cerr
 	}
 	return err

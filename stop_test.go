@@ -248,21 +248,28 @@ func TestStdlibContextStopsQueuedRequests(t *testing.T) {
 // short by the StdlibContext's deadline or cancel is sent once and reaches
 // OnError once with the context's error, under a RetryPolicy that retries
 // timeouts. A page that times out on its own (SetRequestTimeout) is still
-// retried.
+// retried. A cancel with a cause (net/http then reports the cause) is the
+// context's error all the same.
 func TestContextErrorNeverRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		ctxEnds   bool // the StdlibContext ends while the page hangs
 		deadline  bool
+		cause     bool // cancelled with a cause
 		wantHits  int64
 		wantError error
 	}{
-		{"deadline", true, true, 1, context.DeadlineExceeded},
-		{"cancel", true, false, 1, context.Canceled},
-		{"request timeout", false, false, 3, nil},
+		{"deadline", true, true, false, 1, context.DeadlineExceeded},
+		{"cancel", true, false, false, 1, context.Canceled},
+		{"cancel with a cause", true, false, true, 1, context.Canceled},
+		{"request timeout", false, false, false, 3, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancelCause := context.WithCancelCause(t.Context())
+			cancel := func() { cancelCause(nil) }
+			if tc.cause {
+				cancel = func() { cancelCause(errors.New("interrupted by the user")) }
+			}
 			defer cancel()
 			if tc.deadline {
 				ctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
