@@ -13,10 +13,10 @@ import (
 
 // maybeRetry sends a failed request back to the frontier when the retry
 // policy allows, or when the server said "come back later" (see
-// busyRetry), and reports whether it did. A crawl that is stopping retries
-// nothing: the end of its context (Stop, the StdlibContext cancelled or
-// past its deadline) is no timeout, however its error reads
-// (context.DeadlineExceeded is a net.Error that says Timeout).
+// busyRetry), and reports whether it did. Nothing is retried once the run
+// is stopped, nor a failure that is the end of the crawl's context (the
+// StdlibContext cancelled or past its deadline): that is no timeout,
+// although context.DeadlineExceeded is a net.Error whose Timeout is true.
 func (r *run) maybeRetry(resp *Response) bool {
 	if r.ctx.Err() != nil || endedByContext(resp.Request, resp.err) {
 		return false
