@@ -146,8 +146,20 @@ func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.
 
 // enter admits req and queues it; on failure nothing of the admission is left
 // and req.err holds the error.
+//
+// Once req's StdlibContext has ended, the crawl it would join is stopping:
+// req is refused as stopped (notStartedErr), not admitted only to be
+// dropped. A link found during a queue run is still pushed to the queue,
+// for a later run (its page is acknowledged and will not find it again).
 func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
+	if req.stdContext().Err() != nil && !req.entry.deferMark {
+		req.err = notStartedErr(req)
+		return nil, req.err
+	}
 	if err := c.admit(req.stdContext(), cfg, req); err != nil {
+		if endedByContext(req, err) {
+			err = notStartedErr(req) // it ended during the admission
+		}
 		req.err = err
 		return nil, err
 	}

@@ -63,6 +63,10 @@ type run struct {
 	reaping bool
 	// stuck are the callbacks abandoned (*CallbackStuckError).
 	stuck []error
+	// cutShort counts a queue run's requests whose fetch the stop cut
+	// short in flight: OnError heard of them, and their entries went back
+	// to the queue (see countLeftInQueue).
+	cutShort atomic.Int64
 }
 
 // grace is the run's StopGrace.
@@ -223,6 +227,7 @@ func (r *run) feedLoop() {
 		}
 		req.run = r
 		if err := r.gate.Put(r.feedCtx, req.URL.Host, req); err != nil {
+			r.dropUnstarted(req)
 			return
 		}
 	}
@@ -247,7 +252,7 @@ func (r *run) dispatch() {
 		r.busyMu.Unlock()
 		if err := r.sched.Submit(r.feedCtx, req); err != nil {
 			ticket.Done(limits.Result{Err: err})
-			r.settled()
+			r.finish(req, notStartedErr(req))
 			return
 		}
 	}
@@ -288,16 +293,20 @@ func (r *run) drain(grace time.Duration) {
 	}
 }
 
-// reapAfter abandons the callbacks still running a grace after done (the
-// StdlibContext) is closed: every fetch fails once it is, so a callback
-// that has not returned by then never will, and a sync Visit or Wait must
-// not wait for it.
+// reapAfter stops starting requests once done (the StdlibContext) is
+// closed, and abandons the callbacks still running a grace later: every
+// fetch fails once it is, so a callback that has not returned by then never
+// will, and a sync Visit or Wait must not wait for it. (Wait, Visit and
+// RunQueue end the run; see waitRun.)
 func (r *run) reapAfter(done <-chan struct{}) {
 	select {
 	case <-done:
 	case <-r.ctx.Done():
 		return
 	}
+	// Nothing queued behind a host's Delay is sent now, nor delivered to
+	// OnError one by one: the run drops it (see dropUnstarted).
+	r.stopFeed()
 	t := time.NewTimer(r.grace())
 	defer t.Stop()
 	select {
@@ -362,6 +371,12 @@ func (r *run) finish(req *Request, err error) {
 	}
 	notStarted := errors.Is(err, errNotStarted)
 	stopped := notStarted || (r.ctx.Err() != nil && errors.Is(err, context.Canceled)) || r.endedByStdContext(req, err)
+	switch {
+	case notStarted && !r.queueMode:
+		r.c.counts.notStarted.Add(1)
+	case stopped && !notStarted && r.queueMode:
+		r.cutShort.Add(1)
+	}
 	if err != nil && (retryableForget(err) || notStarted) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
@@ -386,8 +401,51 @@ func (r *run) endedByStdContext(req *Request, err error) bool {
 	return cerr != nil && errors.Is(err, cerr)
 }
 
+// dropUnstarted settles requests that an in-memory run, stopping, never
+// sent: no OnError call hears of them (they did not fail), Stats.NotStarted
+// counts them, their visited marks go so that a later crawl may fetch them,
+// and a sync Visit waiting for one returns notStartedErr. A queue run's
+// are released back to its queue by front.close and counted by
+// countLeftInQueue.
+func (r *run) dropUnstarted(reqs ...*Request) {
+	if r.queueMode {
+		return
+	}
+	for _, req := range reqs {
+		if req == nil || !req.finished.CompareAndSwap(false, true) {
+			continue
+		}
+		r.c.counts.notStarted.Add(1)
+		r.c.forgetVisited(req)
+		err := notStartedErr(req)
+		req.setFinal(req.attempt, err)
+		if req.root != nil {
+			req.root.setFinal(req.attempt, err)
+		}
+	}
+}
+
+// countLeftInQueue adds to Stats.NotStarted the entries a stopped queue run
+// left in q (storage.QueueLen.Total, its own releases included), less those
+// whose fetch it cut short in flight, which OnError heard of. A storage
+// that does not answer within queueStopGrace leaves the count as it is.
+func (r *run) countLeftInQueue(q storage.Queue) {
+	ctx, cancel := context.WithTimeout(context.Background(), queueStopGrace)
+	defer cancel()
+	l, err := q.Len(ctx)
+	if err != nil {
+		r.c.logger.Warn("counting the entries left in the queue", "err", err)
+		return
+	}
+	if n := int64(l.Total()) - r.cutShort.Load(); n > 0 {
+		r.c.counts.notStarted.Add(uint64(n))
+	}
+}
+
 // waitRun blocks until r has nothing pending, then stops it (if no request
 // arrived meanwhile), so that no goroutine of the run outlives the wait.
+// When the StdlibContext ends first, it stops r as Stop would (see
+// stopForContext).
 func (c *Collector) waitRun(r *run) {
 	if r.queueMode {
 		<-r.stopped
@@ -396,6 +454,9 @@ func (c *Collector) waitRun(r *run) {
 	for {
 		select {
 		case <-r.front.idle():
+		case <-r.cfg.stdCtx.Done():
+			c.stopForContext(r)
+			return
 		case <-r.stopped:
 			return
 		}
@@ -416,12 +477,29 @@ func (c *Collector) waitRun(r *run) {
 	}
 }
 
+// stopForContext stops r, whose StdlibContext ended, as Stop does: no
+// request starts any more (reapAfter stopped the feed already), those in
+// flight, failing with the context's error, get StopGrace to settle, and
+// those never sent are dropped without an OnError call (see dropUnstarted),
+// however long their hosts' Delay. Concurrent callers all return once r
+// has stopped.
+func (c *Collector) stopForContext(r *run) {
+	c.runMu.Lock()
+	r.aborted.Store(true) // links found meanwhile start no new crawl
+	if c.run == r {
+		c.run = nil
+	}
+	c.runMu.Unlock()
+	r.drain(r.grace())
+	r.shutdown()
+}
+
 // shutdown stops the run and waits for all its goroutines. Idempotent;
 // concurrent callers all return after the run is fully stopped.
 func (r *run) shutdown() {
 	r.stopOnce.Do(func() {
 		r.cancel()
-		r.gate.Close()
+		parked := r.gate.Close()
 		r.wg.Wait()
 		// A callback that has not returned a grace after the cancel is
 		// abandoned, so that the workers, and Stop, do not wait for it.
@@ -454,11 +532,26 @@ func (r *run) shutdown() {
 		if r.queueMode {
 			r.analyzeLeftovers()
 		}
-		r.front.close()
+		r.dropUnstarted(parked...)
+		r.dropLeftovers()
+		r.dropUnstarted(r.front.close()...)
 		r.c.logger.Info("crawl stopped", "requests", r.c.requestCount.Load(), "responses", r.c.responseCount.Load())
 		close(r.stopped)
 	})
 	<-r.stopped
+}
+
+// dropLeftovers drops (see dropUnstarted) the requests the scheduler held
+// when it stopped, never downloaded, and those its download stage refused
+// to start, not yet analyzed.
+func (r *run) dropLeftovers() {
+	left := r.sched.Leftovers()
+	r.dropUnstarted(left.Requests...)
+	for _, resp := range left.Responses {
+		if resp != nil && errors.Is(resp.err, errNotStarted) {
+			r.dropUnstarted(resp.Request)
+		}
+	}
 }
 
 // Wait blocks until the crawl is done: every admitted request, and every
@@ -490,7 +583,8 @@ func (c *Collector) Wait() {
 // Stop ends the current crawl (not in Colly): no request starts any more;
 // downloads in flight get StopGrace (1 s by default) to be answered and
 // their callbacks to run, then the rest is cancelled; requests waiting in
-// the frontier are dropped (RunQueue releases them back to its queue); and
+// the frontier are dropped without an OnError call and counted in
+// Stats.NotStarted (RunQueue releases them back to its queue); and
 // Wait, Visit and RunQueue return. Once Stop has returned, no request of the
 // crawl is sent. The collector stays usable; a later Visit starts a new
 // crawl.
@@ -604,8 +698,10 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	// stops as for its own context, rather than lease every entry left
 	// only to fail it.
 	std := cfg.stdCtx.Done()
+	stopped := true
 	select {
 	case <-r.drained:
+		stopped = false
 	case <-ctx.Done():
 		r.drain(r.grace())
 	case <-std:
@@ -618,6 +714,9 @@ func (c *Collector) RunQueue(ctx context.Context, q storage.Queue, threads int) 
 	}
 	c.runMu.Unlock()
 	r.shutdown()
+	if stopped {
+		r.countLeftInQueue(q)
+	}
 	errs := append(qf.errors(), r.stuckErrors()...)
 	if err := ctx.Err(); err != nil {
 		errs = append([]error{err}, errs...)

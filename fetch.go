@@ -75,12 +75,16 @@ func (x *exchange) aborted() bool {
 }
 
 // stopped ends the exchange when StdlibContext is done (or the crawl
-// stopped): nothing more may reach a server.
+// stopped): nothing more may reach a server, and the request, never
+// started, is no failure (notStartedErr; no OnError call).
 func (x *exchange) stopped() bool {
-	if err := x.ctx.Err(); err != nil {
-		return x.fail(err)
+	if x.ctx.Err() == nil {
+		return false
 	}
-	return false
+	x.resp.err = notStartedErr(x.req)
+	x.result.Err = x.resp.err
+	x.out = x.resp
+	return true
 }
 
 // recheckRobots checks again a request admitted while its host's
@@ -329,7 +333,9 @@ func stdContextErr(req *Request, err error) error {
 	if _, pending := errors.AsType[*robotsPendingError](err); pending {
 		return err
 	}
-	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) {
+	// net/http reports the context's cause, which a context made with
+	// WithCancelCause or WithTimeoutCause sets to an error of the caller's.
+	if errors.Is(err, cerr) || errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(req.stdContext())) {
 		return cerr
 	}
 	return err
@@ -410,7 +416,7 @@ func (r *run) download(ctx context.Context, req *Request) (resp *Response, _ err
 	if r.feedCtx.Err() != nil {
 		// The run is stopping (Stop, or a queue run's context ended):
 		// nothing may start now, not even a request already dispatched.
-		return &Response{Request: req, Ctx: req.Ctx, err: errNotStarted}, nil
+		return &Response{Request: req, Ctx: req.Ctx, err: notStartedErr(req)}, nil
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -460,3 +466,15 @@ func (c *Collector) userCodeInFetch(cfg *config, cbs *callbacks) bool {
 // errNotStarted is the outcome of a request that a stopping run did not
 // start: it is finished as cut short by Stop (its queue entry released).
 var errNotStarted = fmt.Errorf("%w: request not started", ErrStopped)
+
+// notStartedErr is the outcome of req, which a stopping run did not send:
+// errNotStarted, wrapping the error of req's StdlibContext too when that
+// context has ended, so that a sync Visit whose request never left returns
+// an error errors.Is both ErrStopped and context.Canceled (or
+// DeadlineExceeded).
+func notStartedErr(req *Request) error {
+	if cerr := req.stdContext().Err(); cerr != nil {
+		return fmt.Errorf("%w: %w", errNotStarted, cerr)
+	}
+	return errNotStarted
+}

@@ -36,8 +36,9 @@ type frontier interface {
 	idle() <-chan struct{}
 	// pending counts requests admitted and not finished.
 	pending() int
-	// close discards (memory) or releases (queue) what is left.
-	close()
+	// close discards (memory) or releases (queue) what is left, and
+	// returns the requests it discarded, for the run to settle.
+	close() []*Request
 }
 
 // memFrontier is the default frontier: an in-memory FIFO of *Request (no
@@ -190,11 +191,13 @@ func (f *memFrontier) pending() int {
 	return f.count
 }
 
-func (f *memFrontier) close() {
+func (f *memFrontier) close() []*Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	f.ready, f.delayed = nil, nil
+	left := append(f.ready[f.head:len(f.ready):len(f.ready)], f.delayed...)
+	f.ready, f.head, f.delayed = nil, 0, nil
+	return left
 }
 
 // delayHeap orders delayed requests by not-before time.

@@ -421,8 +421,9 @@ func (f *queueFrontier) renewLoop(ctx context.Context) {
 // when a run stops. Each released entry keeps its admission for its next
 // delivery. A storage that fails gets queueStopGrace for the
 // acknowledgements and as long again for the releases; entries it does not
-// take come back when their leases expire.
-func (f *queueFrontier) close() {
+// take come back when their leases expire. It discards nothing, so it
+// returns nil.
+func (f *queueFrontier) close() []*Request {
 	// From now on AddURL pushes at once; what it buffered is stored below.
 	f.detachAdds()
 	f.mu.Lock()
@@ -444,7 +445,7 @@ func (f *queueFrontier) close() {
 	f.buf = nil
 	f.mu.Unlock()
 	if len(leased) == 0 && len(buf) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), queueStopGrace)
 	defer cancel()
@@ -458,4 +459,5 @@ func (f *queueFrontier) close() {
 	if err := storage.ReleaseBatch(ctx, f.q, time.Time{}, ids...); err != nil {
 		f.c.logger.Warn("releasing queue entries", "entries", len(ids), "err", err)
 	}
+	return nil
 }

@@ -145,13 +145,17 @@ func TraceHTTP() CollectorOption {
 	return func(c *Collector) { c.TraceHTTP = true }
 }
 
-// StdlibContext sets the context every fetch runs under. Once it is done no
-// new request starts: requests not yet sent fail with its error
-// (context.Canceled, or context.DeadlineExceeded for a deadline, as
-// errors.Is tells), and so do those in flight. A queue run (RunQueue,
-// queue.Run) stops when it is done, as when its own context ends: the
-// entries of the requests it failed go back to the queue, not acknowledged,
-// and RunQueue returns an error wrapping its error.
+// StdlibContext sets the context every fetch runs under. Once it is done
+// the crawl stops as at Stop, however long its hosts' Delay: no request
+// starts any more; those in flight fail with its error (context.Canceled, or
+// context.DeadlineExceeded for a deadline), once each, to OnError, and are
+// never retried; those not yet sent are no failures: no OnError call hears
+// of them, Stats.NotStarted counts them, and a sync Visit whose own request
+// was never sent returns an error that errors.Is both ErrStopped and the
+// context's error. Wait and Visit return within about StopGrace. A queue run
+// (RunQueue, queue.Run) stops when it is done, as when its own context
+// ends: the entries of the requests it did not finish go back to the queue,
+// not acknowledged, and RunQueue returns an error wrapping its error.
 func StdlibContext(ctx context.Context) CollectorOption {
 	return func(c *Collector) { c.Context = ctx }
 }

@@ -13,9 +13,12 @@ import (
 
 // maybeRetry sends a failed request back to the frontier when the retry
 // policy allows, or when the server said "come back later" (see
-// busyRetry), and reports whether it did.
+// busyRetry), and reports whether it did. Nothing is retried once the run
+// is stopped, nor a failure that is the end of the crawl's context (the
+// StdlibContext cancelled or past its deadline): that is no timeout,
+// although context.DeadlineExceeded is a net.Error whose Timeout is true.
 func (r *run) maybeRetry(resp *Response) bool {
-	if r.ctx.Err() != nil {
+	if r.ctx.Err() != nil || endedByContext(resp.Request, resp.err) {
 		return false
 	}
 	p := r.cfg.retry
@@ -113,6 +116,14 @@ func (r *run) waitRobots(resp *Response, until time.Time) bool {
 	}
 	r.settled()
 	return true
+}
+
+// endedByContext reports whether err, req's failure, is the end of req's
+// StdlibContext (cancelled, or past its deadline): the crawl is stopping,
+// and a retry would only fail the same way.
+func endedByContext(req *Request, err error) bool {
+	cerr := req.stdContext().Err()
+	return cerr != nil && errors.Is(err, cerr)
 }
 
 // isNetworkError reports transport failures worth a retry: timeouts,

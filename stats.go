@@ -50,6 +50,14 @@ type Stats struct {
 	// FragmentLinks counts links to a place in their own page ("#top"),
 	// which are not followed.
 	FragmentLinks uint64 `json:"fragment_links"`
+	// NotStarted counts requests that were never sent because the crawl
+	// stopped (Stop, the StdlibContext ending, RunQueue's context ending):
+	// they are not failures, and no OnError call hears of them. An
+	// in-memory crawl counts the admitted requests it dropped; a queue run
+	// counts the entries it left in its queue (storage.QueueLen.Total when
+	// it stopped, less those whose fetch was cut short in flight, which
+	// OnError heard of), to be fetched by a later run.
+	NotStarted uint64 `json:"not_started"`
 	// Retries counts requests sent again by the RetryPolicy.
 	Retries uint64 `json:"retries"`
 	// BusyRetries counts requests sent again because the server answered
@@ -81,6 +89,8 @@ type Stats struct {
 type counters struct {
 	bytes, retries, robots atomic.Uint64
 	busyRetries            atomic.Uint64
+	// notStarted counts requests a stopping crawl never sent (Stats.NotStarted).
+	notStarted atomic.Uint64
 	// streamed and parsedWhole count the HTML pages StreamHTML matched
 	// while tokenizing and those it had to parse whole.
 	streamed, parsedWhole atomic.Uint64
@@ -109,7 +119,7 @@ func (c *Collector) Stats() Stats {
 	st := Stats{
 		Requests: uint32(c.counts.sent.Load()), Responses: c.responseCount.Load(),
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
-		Bytes: c.counts.bytes.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
+		Bytes: c.counts.bytes.Load(), NotStarted: c.counts.notStarted.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
 		HTMLStreamed: c.counts.streamed.Load(), HTMLParsedWhole: c.counts.parsedWhole.Load(),
 		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
@@ -148,7 +158,7 @@ func (s Stats) String() string {
 	if s.HTMLStreamed+s.HTMLParsedWhole > 0 {
 		fmt.Fprintf(&b, "StreamHTML: %d pages streamed, %d parsed whole\n", s.HTMLStreamed, s.HTMLParsedWhole)
 	}
-	fmt.Fprintf(&b, "pending %d, parked %d", s.Pending, s.Parked)
+	fmt.Fprintf(&b, "pending %d, parked %d, not started (crawl stopped) %d", s.Pending, s.Parked, s.NotStarted)
 	for _, h := range s.Hosts {
 		fmt.Fprintf(&b, "\n  %s: %d in flight, %d waiting", h.Host, h.InFlight, h.Waiting)
 	}

@@ -244,6 +244,9 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	}
 	defer closeAll()
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
+	// A second Ctrl-C exits at once: what was written is still finished.
+	keepOutput := onForcedExit(cmd.Context(), func() { _ = out.finish(false) })
+	defer keepOutput()
 
 	stderr := cmd.ErrOrStderr()
 	progressTo := stderr
@@ -285,14 +288,22 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return out.abandon()
 	}
 	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
+	keepOutput()
 	outErr := out.finish(succeeded)
 	if started && (!f.quiet || crawlErr != nil) {
 		summary(stderr, t, time.Since(began), stats.Retries)
+		if stats.NotStarted > 0 {
+			// Not failures: the crawl stopped before sending them.
+			fmt.Fprintf(stderr, "not started: %d (the crawl stopped first)\n", stats.NotStarted)
+		}
 	}
 	switch {
 	case cmd.Context().Err() != nil:
 		if f.state != "" {
 			fmt.Fprintf(stderr, "the rest of the crawl is kept in %s: run the same command again to resume\n", f.state)
+		}
+		if se, ok := context.Cause(cmd.Context()).(*signalError); ok {
+			return errors.Join(fmt.Errorf("%w by %s", errInterrupted, signalName(se.sig)), outErr)
 		}
 		return errors.Join(errInterrupted, outErr)
 	case succeeded && errors.Is(crawlErr, errMaxDuration):

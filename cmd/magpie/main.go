@@ -11,7 +11,8 @@
 // Exit status: 0 when every start URL was fetched (pages further in may have
 // failed: the summary counts them), 1 when a start URL could not be fetched
 // or the output could not be written, 2 for a usage error, 130 when
-// interrupted.
+// interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM. The first signal stops
+// the crawl cleanly; a second one exits at once, the output finished.
 package main
 
 import (
@@ -20,10 +21,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -37,15 +36,12 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// The first signal stops the crawl cleanly (output written, state
-		// kept); a second one ends the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// The first SIGINT or SIGTERM stops the crawl cleanly (output written,
+	// state kept); a second one ends the process at once (signals.go).
+	ctx, stop := handleSignals(context.Background(), os.Stderr, os.Exit)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // usageError is a mistake in the command line: exit status 2.
@@ -75,7 +71,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ue *usageError
 	switch {
 	case errors.Is(err, errInterrupted):
-		return exitInterrupted
+		return interruptedStatus(ctx)
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 		return exitUsage
