@@ -299,11 +299,14 @@ func (c *Collector) UnmarshalRequest(data []byte) (*Request, error) {
 	return c.unmarshalRequest(data)
 }
 
-// String reports counters, as Colly does.
+// String reports counters, as Colly does: the requests sent and the
+// responses received, the same numbers as Stats().Requests and
+// Stats().Responses (a retry is one more request; so is an entry a resumed
+// queue run sends), and how many callbacks of each kind are registered.
 func (c *Collector) String() string {
 	n := c.snapshotCallbacks().count()
 	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
-		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
+		uint32(c.counts.sent.Load()), c.responseCount.Load(), n.request, n.html, n.response, n.err)
 }
 
 func (c *Collector) defaultHeaders() http.Header {
