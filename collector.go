@@ -203,6 +203,15 @@ func (c *Collector) Clone() *Collector {
 }
 
 // Limit adds a politeness rule; the rules are shared with clones.
+//
+// In a queue run (queue.Queue.Run, RunQueue) the queue's thread count is
+// the crawl's download concurrency, and a rule's Parallelism caps each host
+// within it: a host has at most min(Parallelism, threads) requests in
+// flight, and all the threads when no rule limits it. Workers and
+// DefaultHostParallelism size Visit and Wait crawls only. A crawl that
+// resumes passes one store to both SetStorage (the visited set and cookies)
+// and queue.New (the queue): sqlitestore and redisstore serve both, so the
+// visited set is kept with the queue.
 func (c *Collector) Limit(rule *LimitRule) error { return c.shared.limiter.Add(rule) }
 
 // Limits adds several politeness rules, all or none.
