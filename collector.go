@@ -205,6 +205,15 @@ func (c *Collector) Clone() *Collector {
 }
 
 // Limit adds a politeness rule; the rules are shared with clones.
+//
+// In a queue run (queue.Queue.Run, RunQueue) the queue's thread count is
+// the crawl's download concurrency, and a rule's Parallelism caps each host
+// within it: a host has at most min(Parallelism, threads) requests in
+// flight, and all the threads when no rule limits it. Workers and
+// DefaultHostParallelism size Visit and Wait crawls only. A crawl that
+// resumes passes one store to both SetStorage (the visited set and cookies)
+// and queue.New (the queue): sqlitestore and redisstore serve both, so the
+// visited set is kept with the queue.
 func (c *Collector) Limit(rule *LimitRule) error { return c.shared.limiter.Add(rule) }
 
 // Limits adds several politeness rules, all or none.
@@ -304,11 +313,14 @@ func (c *Collector) UnmarshalRequest(data []byte) (*Request, error) {
 	return c.unmarshalRequest(data)
 }
 
-// String reports counters, as Colly does.
+// String reports counters, as Colly does: the requests sent and the
+// responses received, the same numbers as Stats().Requests and
+// Stats().Responses (a retry is one more request; so is an entry a resumed
+// queue run sends), and how many callbacks of each kind are registered.
 func (c *Collector) String() string {
 	n := c.snapshotCallbacks().count()
 	return fmt.Sprintf("Requests made: %d (%d responses) | Callbacks: OnRequest: %d, OnHTML: %d, OnResponse: %d, OnError: %d",
-		c.requestCount.Load(), c.responseCount.Load(), n.request, n.html, n.response, n.err)
+		uint32(c.counts.sent.Load()), c.responseCount.Load(), n.request, n.html, n.response, n.err)
 }
 
 func (c *Collector) defaultHeaders() http.Header {

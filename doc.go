@@ -2,6 +2,32 @@
 // buffer-pool scheduler: callbacks on a Collector, per-host politeness,
 // robots.txt, and pluggable storage from memory to disk to Redis.
 //
+// A crawler is a Collector with callbacks, started by Visit:
+//
+//	c := magpie.NewCollector(
+//		magpie.AllowedDomains("example.com"), // stay on the site
+//		magpie.MaxDepth(2),
+//	)
+//	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+//		e.Request.Visit(e.Attr("href")) // follow every link
+//	})
+//	c.OnHTML("title", func(e *magpie.HTMLElement) {
+//		fmt.Println(e.Request.URL, e.Text)
+//	})
+//	c.OnError(func(r *magpie.Response, err error) {
+//		log.Println(r.Request.URL, err)
+//	})
+//	if err := c.Visit("https://example.com/"); err != nil {
+//		log.Fatal(err)
+//	}
+//	fmt.Println(c) // Requests made: 12 (12 responses) | Callbacks: …
+//
+// Example runs the same against a local site; _examples/quickstart is a
+// program to paste. From there: Async and Wait for a concurrent crawl,
+// Limit for per-host politeness, Emit and feed for items, queue.New for a
+// queue run, SetStorage with storage/sqlitestore or storage/redisstore for
+// a crawl that survives a restart, and Stats for what happened.
+//
 // # The life of a request
 //
 // Visit, Request.Visit, Post, Request and queue entries all enter through
@@ -26,6 +52,20 @@
 // ErrAbortedBeforeRequest), OnResponseHeaders (Abort: ErrAbortedAfterHeaders),
 // then either OnError, or OnResponse, OnHTML, OnXML and OnScraped. A panic in
 // a callback is recovered and delivered to OnError (ErrCallbackPanic).
+//
+// # Concurrency
+//
+// Callbacks run on the engine's workers. An async collector's run several at
+// once (as do a queue run's with more than one thread): guard shared state. A
+// sync collector's callbacks take turns, as in Colly, while downloads
+// overlap; ConcurrentCallbacks lets them run at once too.
+// A Visit from inside a callback never waits. In sync mode (the default) a
+// top-level Visit returns when the crawl it started is done; with Async, Visit
+// returns once admitted and Wait returns when the crawl is done. Stop cancels
+// a crawl. No goroutine of a crawl outlives Wait, Stop or RunQueue, except
+// one blocked in a callback that never returns: StopGrace after the crawl
+// was told to stop it is abandoned, and its request reported with
+// ErrCallbackStuck. Do not call Wait from a callback.
 //
 // # Where each step lives
 //
@@ -54,19 +94,7 @@
 //	             callbacks.go       running user code: registration, panics, the callback mark, guard
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //
-// # Concurrency
-//
-// Callbacks run on the engine's workers. An async collector's run several at
-// once (as do a queue run's with more than one thread): guard shared state. A
-// sync collector's callbacks take turns, as in Colly, while downloads
-// overlap; ConcurrentCallbacks lets them run at once too.
-// A Visit from inside a callback never waits. In sync mode (the default) a
-// top-level Visit returns when the crawl it started is done; with Async, Visit
-// returns once admitted and Wait returns when the crawl is done. Stop cancels
-// a crawl. No goroutine of a crawl outlives Wait, Stop or RunQueue, except
-// one blocked in a callback that never returns: StopGrace after the crawl
-// was told to stop it is abandoned, and its request reported with
-// ErrCallbackStuck. Do not call Wait from a callback.
+// # The goroutines of a crawl
 //
 // A crawl is one run (engine.go), started by the first admitted request (or
 // RunQueue) and owning these goroutines; run.spawn starts those of the run

@@ -2,16 +2,20 @@ module github.com/magpiecrawl/magpie/_examples
 
 go 1.26.0
 
+// Never published. Besides building against the tree under GOWORK=off, these
+// replaces are what let a go.work build read the published modules' requirements
+// on one another (see go.work).
 replace (
 	github.com/magpiecrawl/magpie => ..
 	github.com/magpiecrawl/magpie/metrics/prometheus => ../metrics/prometheus
 	github.com/magpiecrawl/magpie/render => ../render
+	github.com/magpiecrawl/magpie/warc => ../warc
 )
 
 require (
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/metrics/prometheus v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/render v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
+	github.com/magpiecrawl/magpie/metrics/prometheus v0.1.0
+	github.com/magpiecrawl/magpie/render v0.1.0
 )
 
 require (

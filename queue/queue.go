@@ -63,6 +63,14 @@ type Queue struct {
 // &InMemoryQueueStorage{MaxSize: DefaultMaxSize}. If s has an Init() error
 // method (as Colly storages do) New calls it. Any other s returns
 // ErrUnsupportedStorage.
+//
+// threads is the run's download concurrency, whatever the collector's
+// Workers: at most threads requests are in flight in all, and a LimitRule's
+// Parallelism caps each host within them, so a host gets min(Parallelism,
+// threads) at once, and all the threads when no rule limits it (see
+// magpie.Collector.Limit). For a crawl that resumes, give one store to both
+// New and the collector's SetStorage: sqlitestore and redisstore serve the
+// queue and the visited set together, so a resumed run skips the pages done.
 func New(threads int, s Storage) (*Queue, error) {
 	if threads < 1 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidThreads, threads)

@@ -2,13 +2,11 @@ module github.com/magpiecrawl/magpie/render
 
 go 1.26.0
 
-replace github.com/magpiecrawl/magpie => ..
-
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/gobwas/glob v1.1.0
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -8,7 +8,7 @@ replace (
 )
 
 require (
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
 	github.com/magpiecrawl/magpie/bench v0.0.0-00010101000000-000000000000
 )
 

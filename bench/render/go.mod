@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/render v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
+	github.com/magpiecrawl/magpie/render v0.1.0
 )
 
 require (

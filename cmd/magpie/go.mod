@@ -2,19 +2,12 @@ module github.com/magpiecrawl/magpie/cmd/magpie
 
 go 1.26.0
 
-replace (
-	github.com/magpiecrawl/magpie => ../..
-	github.com/magpiecrawl/magpie/metrics/prometheus => ../../metrics/prometheus
-	github.com/magpiecrawl/magpie/render => ../../render
-	github.com/magpiecrawl/magpie/warc => ../../warc
-)
-
 require (
 	github.com/andybalholm/cascadia v1.3.5
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/metrics/prometheus v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/render v0.0.0-00010101000000-000000000000
-	github.com/magpiecrawl/magpie/warc v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
+	github.com/magpiecrawl/magpie/metrics/prometheus v0.1.0
+	github.com/magpiecrawl/magpie/render v0.1.0
+	github.com/magpiecrawl/magpie/warc v0.1.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/net v0.62.0

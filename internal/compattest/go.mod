@@ -6,7 +6,7 @@ replace github.com/magpiecrawl/magpie => ../..
 
 require (
 	github.com/chromedp/chromedp v0.11.2
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
 )
 
 require (

@@ -2,10 +2,8 @@ module github.com/magpiecrawl/magpie/metrics/prometheus
 
 go 1.26.0
 
-replace github.com/magpiecrawl/magpie => ../..
-
 require (
-	github.com/magpiecrawl/magpie v0.0.0-00010101000000-000000000000
+	github.com/magpiecrawl/magpie v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 )
 
