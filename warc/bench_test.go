@@ -70,6 +70,7 @@ func BenchmarkArchiveCost(b *testing.B) {
 		c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
 		n := 0
 		c.OnScraped(func(*magpie.Response) { n++ })
+		c.OnError(func(r *magpie.Response, err error) { b.Errorf("%s: %v", r.Request.URL, err) })
 		start := time.Now()
 		if err := c.Visit(srv.URL + "/p/0"); err != nil {
 			b.Fatal(err)
