@@ -2,6 +2,9 @@ package examples_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +27,10 @@ type expectation struct {
 	// without one it is skipped locally, and fails when
 	// MAGPIE_REQUIRE_CHROMIUM=1 (as .ci/run sets).
 	browser bool
+	// site, when set, is served on loopback and its URL given as the
+	// example's one argument (an example that crawls the URL it is given,
+	// rather than a local site of its own).
+	site map[string]string
 }
 
 var examples = map[string]expectation{
@@ -55,6 +62,12 @@ var examples = map[string]expectation{
 	"sitemap":        {want: []string{`/product/sneakers: sneakers\n`, `/product/beret: beret\n`, `pages: 6\n`}, reject: []string{`error:`}},
 	"sqlite_resume":  {want: []string{`total: 30 distinct pages of 30, 0 fetched more than once`}},
 	"redis_backend":  {want: []string{`all workers done; the shared queue is empty`}, env: []string{"MAGPIE_REDIS_ADDR"}},
+	"quickstart": {site: map[string]string{
+		"/":       `<title>Home</title><a href="/a">a</a><a href="/b">b</a><a href="https://example.com/">away</a>`,
+		"/a":      `<title>Page A</title><a href="/deeper">deeper</a>`,
+		"/b":      `<title>Page B</title>`,
+		"/deeper": `<title>Too deep</title>`,
+	}, want: []string{`http://127\.0\.0\.1:\d+/a Page A\n`, `/b Page B\n`, `Requests made: 3 \(3 responses\)`}, reject: []string{`Too deep`, `example\.com`}},
 	"javascript": {want: []string{`rendered 200 /catalogue\n`, `product: Blue kettle\n`, `product: Oak spoon\n`, `http +200 /product/1\n`,
 		`price of 1: 110\.50 EUR\n`}, reject: []string{`error:`, `rendered 200 /product`}, browser: true},
 }
@@ -124,7 +137,21 @@ func TestExamplesRun(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, filepath.Join(bin, name))
+			var args []string
+			if exp.site != nil {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					page, ok := exp.site[r.URL.Path]
+					if !ok {
+						http.NotFound(w, r)
+						return
+					}
+					w.Header().Set("Content-Type", "text/html")
+					_, _ = io.WriteString(w, page)
+				}))
+				defer srv.Close()
+				args = append(args, srv.URL+"/")
+			}
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
 			cmd.Dir = t.TempDir()
 			out, err := cmd.CombinedOutput()
 			if err != nil {
