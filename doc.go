@@ -85,6 +85,7 @@
 //	download     fetch.go           the download stage as named steps, and run.download
 //	             http_backend.go    the HTTP client: cookies, proxy, redirect policy, one round trip
 //	             fetcher.go, cache.go, decode.go   the Fetcher hook, CacheDir, body decoding
+//	             archive.go         the Archiver hook: each exchange as it crossed the wire (warc/ writes WARC)
 //	analysis     analyze.go         the response callbacks, then the request is finished
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
 //	                                which selectors can)
