@@ -68,14 +68,16 @@ func BenchmarkArchiveCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		c.OnHTML("a[href]", func(e *magpie.HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
-		n := 0
-		c.OnScraped(func(*magpie.Response) { n++ })
+		var scraped atomic.Int64 // an async collector's callbacks run at once
+		c.OnScraped(func(*magpie.Response) { scraped.Add(1) })
 		c.OnError(func(r *magpie.Response, err error) { b.Errorf("%s: %v", r.Request.URL, err) })
+		c.OnRefused(func(r *magpie.Request, err error) { b.Errorf("refused %s: %v", r.URL, err) })
 		start := time.Now()
 		if err := c.Visit(srv.URL + "/p/0"); err != nil {
 			b.Fatal(err)
 		}
 		c.Wait()
+		n := int(scraped.Load())
 		if n != pages {
 			b.Fatalf("crawled %d pages, want %d", n, pages)
 		}
