@@ -48,6 +48,11 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 			c.logger.Debug("request failed", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "request_id", req.ID, "err", err)
 		}
 		c.handleOnError(resp, err)
+		if values := resp.takeItems(); len(values) > 0 {
+			// Items OnError emitted (a recrawl's gone page) are delivered
+			// like a page's; the request then finishes with err.
+			return r.holdForItems(resp, err, values)
+		}
 		r.finish(req, err)
 		return nil
 	}

@@ -36,6 +36,7 @@ type crawlFlags struct {
 	excludeExt                         []string
 	quiet, allowLoopback, ignoreRobots bool
 	sitemaps, render                   bool
+	recrawl                            recrawlFlags // recrawl.go
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -83,6 +84,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
 	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume")
+	f.recrawl.register(fs)
 	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
 	fs.StringVarP(&f.list, "list", "l", "", `read start URLs from this file, one a line ("-": standard input)`)
 	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
@@ -153,6 +155,10 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		userAgent: f.userAgent, proxy: f.proxy, timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
+		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),
+	}
+	if err := f.recrawl.check(f.state); err != nil {
+		return cfg, err
 	}
 	if f.list != "" {
 		var r io.Reader = cmd.InOrStdin()
@@ -255,6 +261,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	outErr := out.finish(succeeded)
 	if started && (!f.quiet || crawlErr != nil) {
 		summary(stderr, t, time.Since(began), stats.Retries)
+		recrawlSummary(stderr, stats)
 	}
 	switch {
 	case cmd.Context().Err() != nil:

@@ -52,6 +52,10 @@ type crawlConfig struct {
 	// state, when set, holds the crawl (visited set, frontier, cookies) so
 	// that a stopped crawl resumes where it stopped.
 	state *sqlitestore.Store
+	// recrawl, set with state, records and revisits pages (recrawl.go);
+	// recrawlExplicit is set when a recrawl flag was given.
+	recrawl         *magpie.RecrawlPolicy
+	recrawlExplicit bool
 	// fetcher, when set, downloads the pages (the headless browser).
 	fetcher magpie.Fetcher
 	// onStart, when set, is given the collector before the crawl starts;
@@ -73,6 +77,8 @@ type pageRecord struct {
 	Title  string `json:"title"`
 	Depth  int    `json:"depth"`
 	Links  int    `json:"links"`
+	// Change is what a recrawl found (new, changed, unchanged, gone).
+	Change string `json:"change,omitempty"`
 }
 
 // fieldRecord is one item of crawl output with --field: the URL, then the
@@ -336,6 +342,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	st := newStarts(cfg.starts)
 	register(c, cfg, t, st)
+	if cfg.recrawl != nil {
+		registerRecrawl(c)
+	}
 	c.Pipeline(emit)
 	if cfg.onStart != nil {
 		if err := cfg.onStart(c); err != nil {
@@ -344,7 +353,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	var runErr error
 	if cfg.state != nil {
-		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st)
+		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st, cfg.recrawlExplicit)
 	} else {
 		for _, u := range st.order {
 			if err := c.Visit(u); err != nil {
@@ -453,6 +462,9 @@ func collectorOptions(cfg crawlConfig, starts []*url.URL) ([]magpie.CollectorOpt
 	if cfg.fetcher != nil {
 		opts = append(opts, magpie.WithFetcher(cfg.fetcher))
 	}
+	if cfg.recrawl != nil {
+		opts = append(opts, magpie.Recrawl(*cfg.recrawl))
+	}
 	return opts, nil
 }
 
@@ -473,13 +485,19 @@ func sitemapURLs(starts []*url.URL) []string {
 // runFromState crawls with the state file as frontier and visited set: the
 // start URLs already crawled there are not fetched again, and the requests
 // left in its queue by a crawl that stopped are taken up.
-func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts) error {
+func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts, recrawlExplicit bool) error {
 	if err := c.SetStorage(store); err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
 	q, err := queue.New(threads, store)
 	if err != nil {
 		return fmt.Errorf("--state: %w", err)
+	}
+	if recrawling, err := recrawlStarts(ctx, c, store, q, st, recrawlExplicit); err != nil || recrawling {
+		if err != nil {
+			return err
+		}
+		return q.RunContext(ctx, c)
 	}
 	for _, u := range st.order {
 		visited, err := c.HasVisited(u)
@@ -555,6 +573,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts) {
 			Title:  r.Ctx.Get("title"),
 			Depth:  r.Request.Depth,
 			Links:  links,
+			Change: r.Change.String(),
 		})
 	})
 	c.OnError(func(r *magpie.Response, err error) {
