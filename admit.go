@@ -41,6 +41,9 @@ func (c *Collector) scrape(u, method string, depth int, body io.Reader, ctx *Con
 		return err
 	}
 	req.checkRevisit = checkRevisit
+	if cfg := c.config(); cfg.recrawl != nil && checkRevisit {
+		c.recrawlVisit(cfg, req)
+	}
 	return c.submit(req)
 }
 

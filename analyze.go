@@ -49,7 +49,9 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 		}
 		c.handleOnError(resp, err)
 		if values := resp.takeItems(); len(values) > 0 {
-			// Items OnError emitted (a failed page recorded as one).
+			// Items OnError emitted (a failed page recorded as one, a
+			// recrawl's gone page) are delivered like a page's; the request
+			// then finishes with err.
 			return r.holdForItems(resp, err, values)
 		}
 		r.finish(req, err)

@@ -28,6 +28,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	switch {
 	case x.stopped(): // StdlibContext done, or the crawl stopped
 	case x.recheckRobots(): // robots.txt was unreadable at admission
+	case x.conditional(): // recrawl: validators of the stored page (recrawl.go)
 	case x.onRequest(): // OnRequest; Abort drops the request
 	case x.robotsForAgent(): // the User-Agent OnRequest left
 	case x.fromCache(): // CacheDir hit
@@ -54,6 +55,8 @@ type exchange struct {
 	// checked again: OnRequest runs, then the request fails with it.
 	down     error
 	useCache bool
+	// revisit is the page's recrawl state, set by conditional (recrawl.go).
+	revisit *revisit
 	// out is the response once the exchange is over.
 	out *Response
 }
@@ -267,7 +270,7 @@ func (x *exchange) send() {
 	if truncated {
 		c.logger.Warn("response body truncated at MaxBodySize", "url", req.URL.Redacted(), "request_id", req.ID, "max_body_size", cfg.maxBodySize)
 	}
-	if x.useCache && !truncated {
+	if x.useCache && !truncated && f.status != http.StatusNotModified {
 		// A body cut at MaxBodySize is not the page: cached, it would be
 		// replayed as whole (Truncated false) to this run and the next.
 		cr := &cachedResponse{StatusCode: f.status, Header: f.header, Body: body, URL: req.URL.String()}
@@ -276,6 +279,7 @@ func (x *exchange) send() {
 		}
 	}
 	x.out = c.finishBody(cfg, resp)
+	x.recrawlOutcome(x.out)
 	x.result.Err = x.out.err
 }
 

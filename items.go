@@ -14,6 +14,8 @@ type Item struct {
 	Value any
 	// Request is the request of the page that emitted it (URL, Depth, Ctx).
 	Request *Request
+	// Change is the page's Response.Change in recrawl mode (Recrawl).
+	Change Change
 }
 
 // ItemProcessor handles one item in a pipeline. Returning an error that
@@ -117,7 +119,7 @@ func (r *run) processItem(ctx context.Context, it item) (item, error) {
 	resp := it.page.resp
 	outcome := &c.items.scraped
 	for i, procs := range pipelines {
-		cur := &Item{Value: it.value, Request: resp.Request}
+		cur := &Item{Value: it.value, Request: resp.Request, Change: resp.Change}
 		for _, proc := range procs {
 			var err error
 			if perr := c.safely("item pipeline", func() { err = proc(ctx, cur) }); perr != nil {

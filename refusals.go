@@ -64,6 +64,9 @@ var refusalReasons = []struct {
 // refusalReason names the refusal err is, or returns "" for an error that is
 // a failure (storage, context), which goes to OnError.
 func refusalReason(err error) string {
+	if errors.Is(err, ErrNotDue) {
+		return RefusedNotDue
+	}
 	if _, ok := errors.AsType[*AlreadyVisitedError](err); ok {
 		return RefusedVisited
 	}
@@ -87,7 +90,7 @@ type refusalCounts struct {
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
 	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
-	RefusedSitemapNesting, RefusedSitemapScope}
+	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {
@@ -116,6 +119,7 @@ func (rc *refusalCounts) snapshot() map[string]uint64 {
 // it first, except a refusal met in the download stage (refusedInFetch),
 // logged where it was met.
 func (c *Collector) deliverRefusal(req *Request, err error) {
+	err = c.recrawlRefusal(req, err)
 	reason := refusalReason(err)
 	if reason == "" {
 		c.handleOnError(&Response{Request: req, Ctx: req.Ctx}, err)

@@ -48,6 +48,10 @@ type Response struct {
 	Redirects []*url.URL
 	// FromCache is true when the response came from CacheDir.
 	FromCache bool
+	// Change is what recrawl mode (Recrawl) found: new, changed, unchanged
+	// (a 304 answer has StatusCode 304 and an empty Body) or gone (in
+	// OnError, with the 404 or 410). ChangeNone without Recrawl.
+	Change Change
 
 	// raw is the decompressed body as received, kept when the charset
 	// conversion made Body a different slice; decoded is that slice, so that

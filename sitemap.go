@@ -157,6 +157,10 @@ func (c *Collector) walkSitemap(cfg *config, resp *Response) error {
 					return
 				}
 			}
+			if cfg.recrawl != nil {
+				t, _ := parseW3CDate(strings.TrimSpace(lastmod.String()))
+				c.recrawlSitemapEntry(cfg, u, t)
+			}
 		}
 		if c.refuseOutOfScope(req, u) {
 			return

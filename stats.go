@@ -79,6 +79,10 @@ type Stats struct {
 	ItemsScraped uint64 `json:"items_scraped"`
 	ItemsDropped uint64 `json:"items_dropped"`
 	ItemsFailed  uint64 `json:"items_failed"`
+	// Recrawl counts the pages of recrawl mode (Recrawl) by what was found;
+	// all zero without it.
+	Recrawl RecrawlStats `json:"recrawl"`
+
 	// Elapsed is the time since the collector's first crawl started.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// PagesPerSecond is Responses / Elapsed.
@@ -124,6 +128,7 @@ func (c *Collector) Stats() Stats {
 		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
 	}
+	st.Recrawl = c.recrawlStats()
 	c.counts.mu.Lock()
 	for code, n := range c.counts.codes {
 		st.StatusCodes[code] = n

@@ -13,14 +13,15 @@ import (
 
 // InMemoryStorage is the default Storage: a visited set and a cookie jar in
 // memory, lost when the process ends. Its zero value is ready to use (Init is
-// optional). Safe for concurrent use. It implements VisitedSet and
-// CookieStore. After Close every method fails with ErrClosed (Colly's
+// optional). Safe for concurrent use. It implements VisitedSet, PageStore
+// and CookieStore. After Close every method fails with ErrClosed (Colly's
 // Storage methods that cannot return an error report nothing and store
 // nothing).
 type InMemoryStorage struct {
-	// mu guards visited, jar and closed.
+	// mu guards visited, pages, jar and closed.
 	mu      sync.Mutex
 	visited map[uint64]struct{}
+	pages   map[uint64]string // encoded PageStates; see memory_pages.go
 	jar     *cookiejar.Jar
 	closed  bool
 }
@@ -172,6 +173,6 @@ func (s *InMemoryStorage) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.visited, s.jar = nil, nil
+	s.visited, s.pages, s.jar = nil, nil, nil
 	return nil
 }

@@ -15,6 +15,10 @@ func TestInMemoryStorageVisited(t *testing.T) {
 	storagetest.RunVisited(t, func(*testing.T) storage.VisitedSet { return &storage.InMemoryStorage{} })
 }
 
+func TestInMemoryStoragePages(t *testing.T) {
+	storagetest.RunPages(t, func(*testing.T) storage.PageStore { return &storage.InMemoryStorage{} })
+}
+
 func TestInMemoryStorageCookies(t *testing.T) {
 	storagetest.RunCookies(t, func(*testing.T) storage.CookieStore { return &storage.InMemoryStorage{} })
 }

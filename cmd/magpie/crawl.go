@@ -39,6 +39,7 @@ type crawlFlags struct {
 	sitemaps, render, resumeOutput     bool
 	failFlags
 	netFlags
+	recrawl recrawlFlags // recrawl.go
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -89,6 +90,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
 	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume (the output grows, whatever its format)")
 	fs.BoolVar(&f.resumeOutput, "resume-output", false, "carry the items a killed run left in -o's hidden temporary file over into this run's output (a resumed --state crawl does so by itself)")
+	f.recrawl.register(fs)
 	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
 	fs.StringVarP(&f.list, "list", "l", "", `read start URLs from this file, one a line ("-": standard input)`)
 	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
@@ -166,8 +168,12 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
+		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),
 	}
 	if err := f.validate(); err != nil {
+		return cfg, err
+	}
+	if err := f.recrawl.check(f.state); err != nil {
 		return cfg, err
 	}
 	if f.list != "" {
@@ -296,6 +302,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 			// Not failures: the crawl stopped before sending them.
 			fmt.Fprintf(stderr, "not started: %d (the crawl stopped first)\n", stats.NotStarted)
 		}
+		recrawlSummary(stderr, stats)
 	}
 	switch {
 	case cmd.Context().Err() != nil:

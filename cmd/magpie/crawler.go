@@ -52,6 +52,10 @@ type crawlConfig struct {
 	// state, when set, holds the crawl (visited set, frontier, cookies) so
 	// that a stopped crawl resumes where it stopped.
 	state *sqlitestore.Store
+	// recrawl, set with state, records and revisits pages (recrawl.go);
+	// recrawlExplicit is set when a recrawl flag was given.
+	recrawl         *magpie.RecrawlPolicy
+	recrawlExplicit bool
 	// fetcher, when set, downloads the pages (the headless browser).
 	fetcher magpie.Fetcher
 	// onStart, when set, is given the collector before the crawl starts;
@@ -84,6 +88,8 @@ type pageRecord struct {
 	Title  string `json:"title"`
 	Depth  int    `json:"depth"`
 	Links  int    `json:"links"`
+	// Change is what a recrawl found (new, changed, unchanged, gone).
+	Change string `json:"change,omitempty"`
 }
 
 // fieldRecord is one item of crawl output with --field: the URL, then the
@@ -328,6 +334,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	fl.t, fl.proxy = t, cfg.proxy
 	fl.stopping = func() bool { return ctx.Err() != nil }
 	register(c, cfg, t, st, sc, fl)
+	if cfg.recrawl != nil {
+		registerRecrawl(c)
+	}
 	c.Pipeline(emit)
 	if cfg.onStart != nil {
 		if err := cfg.onStart(c); err != nil {
@@ -336,7 +345,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	}
 	var runErr error
 	if cfg.state != nil {
-		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st, cfg.ready)
+		runErr = runFromState(ctx, c, cfg.state, max(cfg.parallel, 1), st, cfg.ready, cfg.recrawlExplicit)
 		if _, usage := errors.AsType[*usageError](runErr); usage || errors.Is(runErr, errFinished) {
 			return c.Stats(), runErr // nothing was fetched
 		}
@@ -466,6 +475,9 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 		// --field's selectors look inside the whole document.
 		opts = append(opts, magpie.StreamHTML())
 	}
+	if cfg.recrawl != nil {
+		opts = append(opts, magpie.Recrawl(*cfg.recrawl))
+	}
 	return opts, nil
 }
 
@@ -486,7 +498,7 @@ func sitemapURLs(starts []*url.URL) []string {
 // runFromState crawls with the state file as frontier and visited set: the
 // start URLs already crawled there are not fetched again, and the requests
 // left in its queue by a crawl that stopped are taken up.
-func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts, ready func() error) error {
+func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, threads int, st *starts, ready func() error, recrawlExplicit bool) error {
 	if err := c.SetStorage(store); err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
@@ -494,21 +506,27 @@ func runFromState(ctx context.Context, c *magpie.Collector, store *sqlitestore.S
 	if err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
-	for _, u := range st.order {
-		visited, err := c.HasVisited(u)
-		if err != nil {
-			return fmt.Errorf("--state: %w", err)
-		}
-		if visited {
-			st.skip(u)
-			continue
-		}
-		if err := q.AddURL(u); err != nil {
-			return fmt.Errorf("--state: %w", err)
-		}
+	recrawling, err := recrawlStarts(ctx, c, store, q, st, recrawlExplicit)
+	if err != nil {
+		return err
 	}
-	if finished, err := stateFinished(q, st); err != nil || finished {
-		return cmp.Or(err, errFinished)
+	if !recrawling {
+		for _, u := range st.order {
+			visited, err := c.HasVisited(u)
+			if err != nil {
+				return fmt.Errorf("--state: %w", err)
+			}
+			if visited {
+				st.skip(u)
+				continue
+			}
+			if err := q.AddURL(u); err != nil {
+				return fmt.Errorf("--state: %w", err)
+			}
+		}
+		if finished, err := stateFinished(q, st); err != nil || finished {
+			return cmp.Or(err, errFinished)
+		}
 	}
 	if ready != nil {
 		if err := ready(); err != nil {
@@ -605,6 +623,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 			Title:  r.Ctx.Get("title"),
 			Depth:  r.Request.Depth,
 			Links:  links,
+			Change: r.Change.String(),
 		})
 	})
 	c.OnError(func(r *magpie.Response, err error) {

@@ -26,7 +26,7 @@ type Collector struct {
 	c *magpie.Collector
 
 	requests, responses, bytes, items, refused, retries, busy, robots, html *prom.Desc
-	pending, parked, inflight, waiting                                      *prom.Desc
+	pending, parked, inflight, waiting, recrawl                             *prom.Desc
 }
 
 // New returns a Prometheus collector for c; register it with a registry.
@@ -44,6 +44,7 @@ func New(c *magpie.Collector) *Collector {
 		retries:   d("retries_total", "Requests sent again by the retry policy."),
 		busy:      d("busy_retries_total", "Requests sent again after a 429, or a 503 with Retry-After (BusyRetries)."),
 		robots:    d("robots_fetches_total", "robots.txt fetches."),
+		recrawl:   d("recrawl_pages_total", "Pages fetched in recrawl mode, by what was found (new, changed, unchanged, gone).", "change"),
 		html:      d("html_pages_total", "HTML pages under StreamHTML, by how their OnHTML selectors were matched (streamed, parsed_whole).", "how"),
 		pending:   d("pending", "Requests admitted and not finished."),
 		parked:    d("parked", "Requests waiting in the politeness gate."),
@@ -55,7 +56,7 @@ func New(c *magpie.Collector) *Collector {
 // Describe sends the metrics' descriptions.
 func (m *Collector) Describe(ch chan<- *prom.Desc) {
 	for _, d := range []*prom.Desc{m.requests, m.responses, m.bytes, m.items, m.refused, m.retries, m.busy, m.robots,
-		m.html, m.pending, m.parked, m.inflight, m.waiting} {
+		m.html, m.pending, m.parked, m.inflight, m.waiting, m.recrawl} {
 		ch <- d
 	}
 }
@@ -83,6 +84,10 @@ func (m *Collector) Collect(ch chan<- prom.Metric) {
 	counter(m.retries, float64(st.Retries))
 	counter(m.busy, float64(st.BusyRetries))
 	counter(m.robots, float64(st.RobotsFetches))
+	counter(m.recrawl, float64(st.Recrawl.New), "new")
+	counter(m.recrawl, float64(st.Recrawl.Changed), "changed")
+	counter(m.recrawl, float64(st.Recrawl.Unchanged), "unchanged")
+	counter(m.recrawl, float64(st.Recrawl.Gone), "gone")
 	counter(m.html, float64(st.HTMLStreamed), "streamed")
 	counter(m.html, float64(st.HTMLParsedWhole), "parsed_whole")
 	gauge(m.pending, float64(st.Pending))

@@ -112,6 +112,7 @@ func runConformance(t *testing.T, open func(t testing.TB, opts Options) *Store) 
 	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return open(t, Options{}) })
 	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return open(t, Options{}) })
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return open(t, Options{}) })
+	storagetest.RunPages(t, func(t *testing.T) storage.PageStore { return open(t, Options{}) })
 	storagetest.RunVisitedQueue(t, func(t *testing.T) (storage.Storage, storage.Queue) {
 		s := open(t, Options{})
 		return s, s

@@ -12,6 +12,7 @@ func TestConformance(t *testing.T) {
 	redisAddr(t)
 	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return newTestStore(t, Options{}) })
 	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return newTestStore(t, Options{}) })
+	storagetest.RunPages(t, func(t *testing.T) storage.PageStore { return newTestStore(t, Options{}) })
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return newTestStore(t, Options{}) })
 	storagetest.RunVisitedQueue(t, func(t *testing.T) (storage.Storage, storage.Queue) {
 		s := newTestStore(t, Options{})

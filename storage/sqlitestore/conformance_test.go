@@ -24,6 +24,11 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+	storagetest.RunPages(t, func(t *testing.T) storage.PageStore {
+		s := openSuite(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore {
 		s := openSuite(t)
 		t.Cleanup(func() { s.Close() })

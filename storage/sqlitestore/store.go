@@ -26,10 +26,11 @@ var (
 	_ storage.LeaseRenewer  = (*Store)(nil)
 	_ storage.BatchReleaser = (*Store)(nil)
 	_ storage.VisitedPusher = (*Store)(nil)
+	_ storage.PageStore     = (*Store)(nil)
 )
 
 // schemaVersion is the PRAGMA user_version this package writes.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migrations[i] takes a file from user_version i to i+1.
 var migrations = []string{
@@ -57,6 +58,11 @@ var migrations = []string{
 		PRIMARY KEY (host, token)
 	) WITHOUT ROWID;
 	ALTER TABLE hosts DROP COLUMN in_flight;`,
+	// Version 3: the recrawl state of each page (storage.PageState,
+	// encoded), with its due time in a column for DuePages. No index on
+	// due: DuePages scans once per run, and an index would cost every
+	// page another 20 bytes.
+	`CREATE TABLE pages (id INTEGER PRIMARY KEY, due INTEGER NOT NULL, data BLOB NOT NULL);`,
 }
 
 // Option configures Open.

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/queue"
+	"github.com/magpiecrawl/magpie/storage/sqlitestore"
+)
+
+// Recrawling from the command line: a crawl with --state records each
+// page's validators, digest and schedule in the state file; run again over
+// a finished crawl (nothing left in its queue), or with any of the flags
+// below, it revisits what is due, conditionally, and every item says what
+// changed.
+
+// recrawlFlags are magpie crawl's recrawl flags.
+type recrawlFlags struct {
+	after, max time.Duration
+	refetch    bool
+	// set is true when one of them was given on the command line.
+	set func() bool
+}
+
+// register adds the flags to fs.
+func (r *recrawlFlags) register(fs *pflag.FlagSet) {
+	fs.DurationVar(&r.after, "revisit-after", 0, "with --state: the shortest time before a page is fetched again (0: every known page is due now, still fetched conditionally)")
+	fs.DurationVar(&r.max, "revisit-max", 0, "with --state: the longest revisit interval the adaptive schedule reaches (0: 90 days)")
+	fs.BoolVar(&r.refetch, "refetch", false, "with --state: download revisited pages in full (no If-None-Match / If-Modified-Since); changes are judged by digest")
+	r.set = func() bool { return fs.Changed("revisit-after") || fs.Changed("revisit-max") || fs.Changed("refetch") }
+}
+
+// check refuses recrawl flags without --state.
+func (r *recrawlFlags) check(state string) error {
+	if state == "" && r.set != nil && r.set() {
+		return usagef("--revisit-after, --revisit-max and --refetch need --state")
+	}
+	if r.after < 0 || r.max < 0 {
+		return usagef("--revisit-after and --revisit-max must be >= 0")
+	}
+	return nil
+}
+
+// policy is the RecrawlPolicy the flags give, nil without --state.
+func (r *recrawlFlags) policy(state string) *magpie.RecrawlPolicy {
+	if state == "" {
+		return nil
+	}
+	return &magpie.RecrawlPolicy{MinInterval: r.after, MaxInterval: r.max, Refetch: r.refetch}
+}
+
+// explicit reports whether a recrawl flag was given.
+func (r *recrawlFlags) explicit() bool { return r.set != nil && r.set() }
+
+// registerRecrawl makes a gone page (404 or 410 where a page was) an item
+// too, with its change, so that a recrawl's output lists every revisit.
+func registerRecrawl(c *magpie.Collector) {
+	c.OnError(func(r *magpie.Response, _ error) {
+		if r.Change != magpie.ChangeGone {
+			return
+		}
+		r.Emit(pageRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
+	})
+}
+
+// recrawlStarts queues a recrawl's start: the start URLs, each made due
+// (always revisited), and every page of the state file that is due. It
+// reports whether it did: a crawl that is not finished (entries left in
+// its queue) and was given no recrawl flag resumes instead.
+func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, q *queue.Queue, st *starts, explicit bool) (bool, error) {
+	n, err := store.Len(ctx)
+	if err != nil {
+		return false, fmt.Errorf("--state: %w", err)
+	}
+	if n.Total() > 0 && !explicit {
+		return false, nil
+	}
+	for _, u := range st.order {
+		if err := c.MarkDue(u); err != nil {
+			return false, fmt.Errorf("--state: %w", err)
+		}
+		if err := q.AddURL(u); err != nil {
+			return false, fmt.Errorf("--state: %w", err)
+		}
+	}
+	for u, err := range c.DueURLs(ctx) {
+		if err != nil {
+			return false, fmt.Errorf("--state: %w", err)
+		}
+		if err := q.AddURL(u); err != nil {
+			return false, fmt.Errorf("--state: %w", err)
+		}
+	}
+	return true, nil
+}
+
+// recrawlSummary writes the recrawl's counts under the summary.
+func recrawlSummary(w io.Writer, st magpie.Stats) {
+	r := st.Recrawl
+	if r == (magpie.RecrawlStats{}) {
+		return
+	}
+	fmt.Fprintf(w, "recrawl: %d new, %d changed, %d unchanged, %d gone, %d not due\n",
+		r.New, r.Changed, r.Unchanged, r.Gone, st.Refused[magpie.RefusedNotDue])
+}

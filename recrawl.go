@@ -1,0 +1,478 @@
+package magpie
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"iter"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/internal/urlkey"
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// Recrawling: a crawl run again over the store of an earlier one fetches
+// only what is due, asks the server whether each page changed, and tells
+// what did. The pieces, in the order a page meets them:
+//
+//   - enter: a top-level Visit (or MarkDue before a queue's AddURL) takes
+//     the URL's visited mark off when it was fetched before this
+//     Collector's session; the first one also queues every due page of the
+//     store (DueURLs). A link to a page that is not due is refused as
+//     visited, counted as RefusedNotDue (recrawlRefusal, in the one door).
+//   - send: conditional adds If-None-Match / If-Modified-Since from the
+//     stored state (fetch.go's conditional step).
+//   - answer: recrawlOutcome judges the answer (304, digest, 404/410),
+//     sets Response.Change, counts it and stores the page's new state and
+//     schedule (adaptive, as Nutch's AdaptiveFetchSchedule).
+
+// Change is what a recrawl found at a URL: its zero value ChangeNone means
+// the response is not a recrawl's judgement (recrawling is off, the store
+// cannot keep page state, or the answer was an error that says nothing of
+// the page, such as a 503). It prints and marshals as its name.
+type Change uint8
+
+// The outcomes of a fetch in recrawl mode.
+const (
+	// ChangeNone: no judgement (see Change).
+	ChangeNone Change = iota
+	// ChangeNew: the URL had no stored state; this is its first fetch.
+	ChangeNew
+	// ChangeChanged: the body differs from the stored one.
+	ChangeChanged
+	// ChangeUnchanged: the server answered 304 Not Modified to a
+	// conditional request (no body was downloaded), or sent a body whose
+	// digest equals the stored one.
+	ChangeUnchanged
+	// ChangeGone: 404 or 410 for a URL that was fetched before. Its state
+	// is kept and its revisits back off.
+	ChangeGone
+)
+
+var changeNames = [...]string{"", "new", "changed", "unchanged", "gone"}
+
+// String returns "new", "changed", "unchanged", "gone", or "" for ChangeNone.
+func (ch Change) String() string {
+	if int(ch) < len(changeNames) {
+		return changeNames[ch]
+	}
+	return fmt.Sprintf("Change(%d)", uint8(ch))
+}
+
+// MarshalText implements encoding.TextMarshaler, so items carrying a Change
+// serialise as its name.
+func (ch Change) MarshalText() ([]byte, error) { return []byte(ch.String()), nil }
+
+// RecrawlPolicy sets how Recrawl schedules revisits. The zero value revisits
+// every known page on every run (MinInterval 0), conditionally.
+type RecrawlPolicy struct {
+	// MinInterval is the shortest time between two fetches of a page, and
+	// the first interval of a page fetched for the first time. 0 makes
+	// every page due again at the next run.
+	MinInterval time.Duration
+	// MaxInterval is the longest interval (0: DefaultMaxRevisitInterval).
+	MaxInterval time.Duration
+	// Refetch sends no validators: every revisit downloads the body, and
+	// changes are judged by digest alone.
+	Refetch bool
+}
+
+// DefaultMaxRevisitInterval is RecrawlPolicy.MaxInterval when left 0.
+const DefaultMaxRevisitInterval = 90 * 24 * time.Hour
+
+// The adaptive schedule's rates (Nutch's AdaptiveFetchSchedule defaults):
+// an unchanged page's interval grows by 40%, a changed page's shrinks by
+// 20%, a gone page's doubles.
+const (
+	revisitGrow   = 1.4
+	revisitShrink = 0.8
+	revisitGone   = 2.0
+)
+
+// ErrRecrawlUnsupported is returned by DueURLs and MarkDue when recrawling
+// is off (no Recrawl option) or the storage keeps no page state (it does
+// not implement storage.PageStore, as a Colly storage does not).
+var ErrRecrawlUnsupported = errors.New("magpie: recrawl needs the Recrawl option and a storage.PageStore")
+
+// ErrNotDue is wrapped, beside *AlreadyVisitedError, by the refusal of a
+// link to a page an earlier crawl fetched and that is not due again yet
+// (Stats.Refused[RefusedNotDue]).
+var ErrNotDue = errors.New("not due for a revisit")
+
+// RefusedNotDue is the Stats.Refused reason of links to pages that are not
+// due for a revisit.
+const RefusedNotDue = "not_due"
+
+// Recrawl turns on recrawl mode: the Collector's storage (which must
+// implement storage.PageStore: the default memory store, sqlitestore and
+// redisstore do) remembers, per URL, the last answer's validators, a body
+// digest and a revisit schedule, and a crawl over a store that holds an
+// earlier crawl fetches again only what is due, plus the start URLs, plus
+// new links. Revisits are conditional requests; Response.Change (and
+// Item.Change, and Stats.Recrawl) tells new, changed, unchanged and gone
+// pages apart. A 304 answer is a success: OnResponse and OnScraped run with
+// an empty Body and Change == ChangeUnchanged. A 404 or 410 for a page
+// fetched before goes to OnError with Change == ChangeGone.
+//
+// The first top-level Visit of the Collector queues every due page of the
+// store; a queue run calls DueURLs and MarkDue itself. A session is the
+// Collector's life: a page fetched since NewCollector is not fetched again
+// by it. Politeness, robots.txt and every other admission check apply to
+// revisits as to any request.
+func Recrawl(p RecrawlPolicy) CollectorOption {
+	return func(c *Collector) {
+		if p.MaxInterval <= 0 {
+			p.MaxInterval = DefaultMaxRevisitInterval
+		}
+		p.MinInterval = max(p.MinInterval, 0)
+		p.MaxInterval = max(p.MaxInterval, p.MinInterval)
+		c.settings.recrawl = &recrawler{policy: p, since: time.Now()}
+	}
+}
+
+// recrawler is a Collector's recrawl session, shared with its clones.
+type recrawler struct {
+	policy RecrawlPolicy
+	// since is when the session began: pages fetched before it are the
+	// earlier crawl's.
+	since time.Time
+	// dueOnce queues the due pages at the first top-level Visit.
+	dueOnce sync.Once
+	// released holds the keys whose visited marks this session took off,
+	// so that a page is made due once per session however many ways
+	// (DueURLs, MarkDue, a start URL, a sitemap) name it.
+	released sync.Map
+	// counts are Stats.Recrawl's, by Change.
+	counts [len(changeNames)]atomic.Uint64
+}
+
+// RecrawlStats counts the pages of recrawl mode by Change.
+type RecrawlStats struct {
+	// New, Changed, Unchanged and Gone count fetches by their Change.
+	New       uint64 `json:"new"`
+	Changed   uint64 `json:"changed"`
+	Unchanged uint64 `json:"unchanged"`
+	Gone      uint64 `json:"gone"`
+}
+
+func (c *Collector) recrawlStats() RecrawlStats {
+	rc := c.config().recrawl
+	if rc == nil {
+		return RecrawlStats{}
+	}
+	return RecrawlStats{New: rc.counts[ChangeNew].Load(), Changed: rc.counts[ChangeChanged].Load(),
+		Unchanged: rc.counts[ChangeUnchanged].Load(), Gone: rc.counts[ChangeGone].Load()}
+}
+
+// pageStore returns the recrawl session and the store's page state, or
+// false when recrawling is off or the store keeps none.
+func (c *Collector) pageStore(cfg *config) (*recrawler, storage.PageStore, bool) {
+	if cfg.recrawl == nil {
+		return nil, nil, false
+	}
+	ps, ok := c.storage().(storage.PageStore)
+	return cfg.recrawl, ps, ok
+}
+
+// DueURLs yields the URLs of the store's pages that are due for a revisit
+// and were not fetched in this session, and takes each one's visited mark
+// off as it is yielded, so that Visit or a queue's AddURL of it is admitted.
+// Stopping the loop early leaves the rest as they are. It fails with
+// ErrRecrawlUnsupported without Recrawl or a storage.PageStore.
+func (c *Collector) DueURLs(ctx context.Context) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		rc, ps, ok := c.pageStore(c.config())
+		if !ok {
+			yield("", ErrRecrawlUnsupported)
+			return
+		}
+		now := time.Now()
+		before := now
+		if rc.policy.MinInterval == 0 {
+			// Every known page is due, whatever its schedule said.
+			before = time.UnixMilli(1<<62 - 1)
+		}
+		for p, err := range ps.DuePages(ctx, before) {
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if !p.State.Fetched.Before(rc.since) || p.State.URL == "" || p.State.Fetched.Add(rc.policy.MinInterval).After(now) {
+				continue
+			}
+			if released, err := c.releaseVisited(ctx, rc, p.ID); err != nil {
+				yield("", err)
+				return
+			} else if !released {
+				continue
+			}
+			if !yield(p.State.URL, nil) {
+				return
+			}
+		}
+	}
+}
+
+// MarkDue makes u due now when an earlier crawl fetched it: its visited
+// mark is taken off, so the next Visit or queue AddURL of u fetches it
+// again (conditionally). A URL fetched in this session, or never fetched,
+// is left as it is. It fails with ErrRecrawlUnsupported without Recrawl or
+// a storage.PageStore, and with ErrInvalidURL for a URL that does not parse.
+func (c *Collector) MarkDue(u string) error {
+	cfg := c.config()
+	if _, _, ok := c.pageStore(cfg); !ok {
+		return ErrRecrawlUnsupported
+	}
+	p, err := urlkey.Parse(u)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
+	return c.markDueKey(context.Background(), cfg, key, time.Time{})
+}
+
+// markDueKey releases key's visited mark when its page was fetched before
+// this session, or before newer (a sitemap's lastmod) when that is set.
+func (c *Collector) markDueKey(ctx context.Context, cfg *config, key uint64, newer time.Time) error {
+	rc, ps, ok := c.pageStore(cfg)
+	if !ok {
+		return ErrRecrawlUnsupported
+	}
+	states, found, err := ps.GetPages(ctx, key)
+	if err != nil {
+		return &StorageError{Op: "page state", Err: err}
+	}
+	if !found[0] {
+		return nil
+	}
+	fetched := states[0].Fetched
+	if !fetched.Before(rc.since) && (newer.IsZero() || !newer.After(fetched)) {
+		return nil
+	}
+	_, err = c.releaseVisited(ctx, rc, key)
+	return err
+}
+
+// releaseVisited takes key's visited mark off, unless this session did so
+// already, and reports whether it did.
+func (c *Collector) releaseVisited(ctx context.Context, rc *recrawler, key uint64) (bool, error) {
+	vs, ok := c.storage().(storage.VisitedSet)
+	if !ok {
+		return false, ErrRecrawlUnsupported
+	}
+	if _, done := rc.released.LoadOrStore(key, struct{}{}); done {
+		return false, nil
+	}
+	if err := vs.RemoveVisited(ctx, key); err != nil {
+		rc.released.Delete(key)
+		return false, &StorageError{Op: "visited", Err: err}
+	}
+	return true, nil
+}
+
+// recrawlVisit prepares a top-level GET in recrawl mode: the first one
+// queues the store's due pages, and req's own page is made due if an
+// earlier crawl fetched it (a start URL is always revisited). Failures are
+// logged; req goes on and meets the visited check as usual.
+func (c *Collector) recrawlVisit(cfg *config, req *Request) {
+	rc, _, ok := c.pageStore(cfg)
+	if !ok || req.Method != http.MethodGet {
+		return
+	}
+	ctx := req.stdContext()
+	key := urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
+	if err := c.markDueKey(ctx, cfg, key, time.Time{}); err != nil {
+		c.logger.Warn("recrawl: making a start URL due", "url", req.URL.Redacted(), "err", err)
+	}
+	rc.dueOnce.Do(func() { c.visitDue(ctx, cfg) })
+}
+
+// visitDue queues every due page of the store into the crawl, without
+// waiting for it (the top-level Visit that called it waits).
+func (c *Collector) visitDue(ctx context.Context, cfg *config) {
+	for u, err := range c.DueURLs(ctx) {
+		if err != nil {
+			c.logger.Warn("recrawl: listing due pages", "err", err)
+			return
+		}
+		req, err := c.newRequest(u, http.MethodGet, 1, nil, nil, nil)
+		if err == nil {
+			req.checkRevisit = true
+			_, err = c.enter(cfg, req)
+		}
+		if err != nil {
+			c.refuse(req, err)
+		}
+	}
+}
+
+// recrawlSitemapEntry makes loc due when its sitemap <lastmod> is newer than
+// its last fetch.
+func (c *Collector) recrawlSitemapEntry(cfg *config, loc string, lastmod time.Time) {
+	if cfg.recrawl == nil || lastmod.IsZero() {
+		return
+	}
+	p, err := urlkey.Parse(loc)
+	if err != nil {
+		return
+	}
+	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
+	if err := c.markDueKey(context.Background(), cfg, key, lastmod); err != nil {
+		c.logger.Warn("recrawl: sitemap lastmod", "url", p.Redacted(), "err", err)
+	}
+}
+
+// recrawlRefusal turns the refusal of a link to a page fetched by an
+// earlier crawl, and not due, into a not-due refusal (ErrNotDue wrapping
+// the *AlreadyVisitedError); other errors are returned as they are.
+func (c *Collector) recrawlRefusal(req *Request, err error) error {
+	if _, ok := errors.AsType[*AlreadyVisitedError](err); !ok || req.visitKey == 0 {
+		return err
+	}
+	rc, ps, ok := c.pageStore(c.config())
+	if !ok {
+		return err
+	}
+	states, found, gerr := ps.GetPages(req.stdContext(), req.visitKey)
+	if gerr != nil || !found[0] || !states[0].Fetched.Before(rc.since) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotDue, err)
+}
+
+// revisit is what the download stage knows of a request's page in recrawl
+// mode, from its conditional step to its outcome.
+type revisit struct {
+	key         uint64
+	url         string
+	prev        storage.PageState
+	known       bool
+	conditional bool
+	store       storage.PageStore
+	rc          *recrawler
+}
+
+// conditional looks up the page's state and, for a revisit of a page that
+// answered 2xx, adds If-None-Match and If-Modified-Since (unless the
+// request has them, or Refetch is set). It never ends the exchange.
+func (x *exchange) conditional() bool {
+	req := x.req
+	rc, ps, ok := x.c.pageStore(x.cfg)
+	if !ok || req.Method != http.MethodGet || req.visitKey == 0 {
+		return false
+	}
+	states, found, err := ps.GetPages(x.ctx, req.visitKey)
+	if err != nil {
+		// Unknown state: no judgement is better than a wrong "new".
+		x.c.logger.Warn("recrawl: reading page state", "url", req.URL.Redacted(), "request_id", req.ID, "err", err)
+		return false
+	}
+	rv := &revisit{key: req.visitKey, url: req.URL.String(), prev: states[0], known: found[0], store: ps, rc: rc}
+	x.revisit = rv
+	if !rv.known || rc.policy.Refetch || rv.prev.Status < 200 || rv.prev.Status > 299 {
+		return false
+	}
+	h := *req.Headers
+	if rv.prev.ETag != "" && h.Get("If-None-Match") == "" {
+		h.Set("If-None-Match", rv.prev.ETag)
+		rv.conditional = true
+	}
+	if !rv.prev.LastModified.IsZero() && h.Get("If-Modified-Since") == "" {
+		h.Set("If-Modified-Since", rv.prev.LastModified.UTC().Format(http.TimeFormat))
+		rv.conditional = true
+	}
+	return false
+}
+
+// recrawlOutcome judges resp, the answer to a request its conditional step
+// looked up, stores the page's new state and schedule, sets resp.Change and
+// counts it. A 304 to a conditional request is made a success.
+func (x *exchange) recrawlOutcome(resp *Response) {
+	rv := x.revisit
+	if rv == nil {
+		return
+	}
+	st := rv.prev
+	st.URL = rv.url
+	prevOK := rv.known && rv.prev.Status >= 200 && rv.prev.Status <= 299
+	prevGone := rv.known && isGoneStatus(rv.prev.Status)
+	var ch Change
+	switch s := resp.StatusCode; {
+	case s == http.StatusNotModified && rv.conditional:
+		resp.err = nil
+		ch = ChangeUnchanged
+		noteValidators(&st, resp.Headers)
+	case s >= 200 && s <= 299:
+		d := digest(resp.RawBody())
+		switch {
+		case !rv.known:
+			ch = ChangeNew
+		case prevOK && d == rv.prev.Digest:
+			ch = ChangeUnchanged
+		default:
+			ch = ChangeChanged
+		}
+		st.Status, st.Digest, st.ETag, st.LastModified = s, d, "", time.Time{}
+		noteValidators(&st, resp.Headers)
+	case isGoneStatus(s):
+		if prevOK || prevGone {
+			ch = ChangeGone
+		}
+		st.Status, st.ETag, st.LastModified = s, "", time.Time{}
+	default:
+		return // a redirect left unfollowed, a server error: nothing learnt
+	}
+	now := time.Now()
+	st.Interval = nextInterval(rv.rc.policy, rv.known, rv.prev.Interval, ch)
+	st.Fetched, st.Due, st.Change = now, now.Add(st.Interval), uint8(ch)
+	if err := rv.store.PutPages(x.ctx, storage.Page{ID: rv.key, State: st}); err != nil {
+		x.c.logger.Warn("recrawl: storing page state", "url", x.req.URL.Redacted(), "request_id", x.req.ID, "err", err)
+	}
+	resp.Change = ch
+	rv.rc.counts[ch].Add(1)
+}
+
+func isGoneStatus(s int) bool { return s == http.StatusNotFound || s == http.StatusGone }
+
+// noteValidators keeps the ETag and Last-Modified h carries.
+func noteValidators(st *storage.PageState, h *http.Header) {
+	if h == nil {
+		return
+	}
+	if v := h.Get("ETag"); v != "" {
+		st.ETag = v
+	}
+	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
+		st.LastModified = t
+	}
+}
+
+// nextInterval adapts a page's revisit interval to what its fetch found, as
+// Nutch's AdaptiveFetchSchedule does, within the policy's bounds.
+func nextInterval(p RecrawlPolicy, known bool, cur time.Duration, ch Change) time.Duration {
+	if !known || cur <= 0 {
+		cur = p.MinInterval
+	}
+	f := 1.0
+	switch ch {
+	case ChangeUnchanged:
+		f = revisitGrow
+	case ChangeChanged:
+		f = revisitShrink
+	case ChangeGone:
+		f = revisitGone
+	}
+	next := time.Duration(float64(cur) * f)
+	return min(max(next, p.MinInterval), p.MaxInterval)
+}
+
+// digest is the body's 64-bit FNV-1a hash.
+func digest(b []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return h.Sum64()
+}

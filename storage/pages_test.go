@@ -1,0 +1,81 @@
+package storage_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+func TestPageStateEncoding(t *testing.T) {
+	st := storage.PageState{
+		URL: "https://example.com/docs/a.html", Fetched: time.UnixMilli(1_700_000_000_123), Status: 200,
+		ETag: `"abc"`, LastModified: time.Unix(1_690_000_000, 0).UTC(), Digest: 0xfeedface,
+		Due: time.UnixMilli(1_700_086_400_123), Interval: 24 * time.Hour, Change: 3,
+	}
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatalf("MarshalBinary() error = %v", err)
+	}
+	var got storage.PageState
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatalf("UnmarshalBinary() error = %v", err)
+	}
+	if got.URL != st.URL || !got.Fetched.Equal(st.Fetched) || got.ETag != st.ETag || !got.LastModified.Equal(st.LastModified) ||
+		got.Digest != st.Digest || !got.Due.Equal(st.Due) || got.Interval != st.Interval || got.Change != st.Change || got.Status != 200 {
+		t.Errorf("round trip = %+v, want %+v", got, st)
+	}
+	if len(b) > 80 {
+		t.Errorf("encoded %d bytes for a %d-byte URL and %d-byte ETag, want at most 80", len(b), len(st.URL), len(st.ETag))
+	}
+	for n := range len(b) {
+		var p storage.PageState
+		if err := p.UnmarshalBinary(b[:n]); !errors.Is(err, storage.ErrBadPageState) {
+			t.Fatalf("UnmarshalBinary(first %d of %d bytes) error = %v, want ErrBadPageState", n, len(b), err)
+		}
+	}
+	bad := append([]byte{99}, b[1:]...)
+	if err := got.UnmarshalBinary(bad); !errors.Is(err, storage.ErrBadPageState) {
+		t.Errorf("UnmarshalBinary(version 99) error = %v, want ErrBadPageState", err)
+	}
+}
+
+// BenchPage is a page state as a documentation crawl stores it: a 60-odd
+// byte URL, nginx's ETag, validators and a schedule.
+func benchPage(i int) storage.Page {
+	now := time.Now()
+	return storage.Page{ID: uint64(i)*0x9e3779b97f4a7c15 + 1, State: storage.PageState{
+		URL:     fmt.Sprintf("https://www.postgresql.org/docs/17/functions-section-%07d.html", i),
+		Fetched: now, Status: 200, ETag: fmt.Sprintf(`"65f1c2a8-%x"`, 10000+i%50000),
+		LastModified: now.Add(-time.Hour), Digest: uint64(i) * 31, Due: now.Add(24 * time.Hour), Interval: 24 * time.Hour, Change: 1,
+	}}
+}
+
+// BenchmarkInMemoryPagesSize reports the heap bytes a page state costs in
+// the memory store (bytes/url), with 200,000 pages.
+func BenchmarkInMemoryPagesSize(b *testing.B) {
+	const n = 200_000
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := &storage.InMemoryStorage{}
+		batch := make([]storage.Page, 0, 1000)
+		for i := range n {
+			batch = append(batch, benchPage(i))
+			if len(batch) == cap(batch) {
+				if err := s.PutPages(b.Context(), batch...); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/url")
+		runtime.KeepAlive(s)
+	}
+}
