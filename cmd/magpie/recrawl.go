@@ -19,6 +19,11 @@ import (
 // below, it revisits what is due, conditionally, and every item says what
 // changed.
 
+// defaultRevisitAfter is --revisit-after's default: a crawl run again the
+// same day finds nothing due (and says so), the next day revisits every
+// page, conditionally, as a daily mirror or index wants.
+const defaultRevisitAfter = 24 * time.Hour
+
 // recrawlFlags are magpie crawl's recrawl flags.
 type recrawlFlags struct {
 	after, max time.Duration
@@ -29,7 +34,7 @@ type recrawlFlags struct {
 
 // register adds the flags to fs.
 func (r *recrawlFlags) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&r.after, "revisit-after", 0, "with --state: the shortest time before a page is fetched again (0: every known page is due now, still fetched conditionally)")
+	fs.DurationVar(&r.after, "revisit-after", defaultRevisitAfter, "with --state: the shortest time before a page is fetched again (0: every known page is due now, still fetched conditionally)")
 	fs.DurationVar(&r.max, "revisit-max", 0, "with --state: the longest revisit interval the adaptive schedule reaches (0: 90 days)")
 	fs.BoolVar(&r.refetch, "refetch", false, "with --state: download revisited pages in full (no If-None-Match / If-Modified-Since); changes are judged by digest")
 	r.set = func() bool { return fs.Changed("revisit-after") || fs.Changed("revisit-max") || fs.Changed("refetch") }
@@ -68,10 +73,12 @@ func registerRecrawl(c *magpie.Collector) {
 	})
 }
 
-// recrawlStarts queues a recrawl's start: the start URLs, each made due
-// (always revisited), and every page of the state file that is due. It
-// reports whether it did: a crawl that is not finished (entries left in
-// its queue) and was given no recrawl flag resumes instead.
+// recrawlStarts queues a recrawl's start: every page of the state file that
+// is due, and the start URLs, each made due (always revisited). It reports
+// whether it did. A crawl that is not finished (entries left in its queue)
+// and was given no recrawl flag resumes instead (false). A finished crawl
+// with nothing due, run without a recrawl flag, returns errFinished: it has
+// nothing to do, and the output is not touched.
 func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, q *queue.Queue, st *starts, explicit bool) (bool, error) {
 	n, err := store.Len(ctx)
 	if err != nil {
@@ -80,16 +87,31 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 	if n.Total() > 0 && !explicit {
 		return false, nil
 	}
-	for _, u := range st.order {
-		if err := c.MarkDue(u); err != nil {
+	due := 0
+	for u, err := range c.DueURLs(ctx) {
+		if err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
 		if err := q.AddURL(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
+		due++
 	}
-	for u, err := range c.DueURLs(ctx) {
-		if err != nil {
+	if due == 0 && !explicit {
+		crawled := true
+		for _, u := range st.order {
+			visited, err := c.HasVisited(u)
+			if err != nil {
+				return false, fmt.Errorf("--state: %w", err)
+			}
+			crawled = crawled && visited
+		}
+		if crawled {
+			return false, errFinished
+		}
+	}
+	for _, u := range st.order {
+		if err := c.MarkDue(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
 		if err := q.AddURL(u); err != nil {

@@ -112,7 +112,12 @@ func TestCLIRecrawl(t *testing.T) {
 	site.set("/c", "")
 	site.set("/", `<a href="/a">a</a><a href="/b">b</a><a href="/c">c</a><a href="/d">d</a>`)
 	site.set("/d", "<title>d</title>")
-	second := run()
+	// Run again at once, nothing is due (--revisit-after's default is a
+	// day): the crawl says it is finished and fetches nothing.
+	if again := run(); !strings.Contains(again.stderr, "is finished") || site.conditionals() != 0 {
+		t.Errorf("finished crawl run again within --revisit-after: %d conditional requests, stderr:\n%s\nwant none and a note", site.conditionals(), again.stderr)
+	}
+	second := run("--revisit-after", "0")
 	wantChanges(t, "second crawl", changesOf(t, second, site.URL),
 		map[string]string{"/": "changed", "/a": "unchanged", "/b": "changed", "/c": "gone", "/d": "new"})
 	if !strings.Contains(second.stderr, "recrawl: 1 new, 2 changed, 1 unchanged, 1 gone") {
@@ -126,7 +131,7 @@ func TestCLIRecrawl(t *testing.T) {
 	wantChanges(t, "--revisit-after 1h", changesOf(t, third, site.URL), map[string]string{"/": "unchanged"})
 
 	before := site.conditionals()
-	fourth := run("--refetch")
+	fourth := run("--refetch", "--revisit-after", "0")
 	wantChanges(t, "--refetch", changesOf(t, fourth, site.URL),
 		map[string]string{"/": "unchanged", "/a": "unchanged", "/b": "unchanged", "/c": "gone", "/d": "unchanged"})
 	if n := site.conditionals() - before; n != 0 {

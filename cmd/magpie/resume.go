@@ -44,5 +44,5 @@ func (f *crawlFlags) outputModeFor() outputMode {
 
 // sayFinished tells that a --state crawl run again had nothing to do.
 func sayFinished(w io.Writer, state string) {
-	fmt.Fprintf(w, "the crawl in %s is finished: every start URL was crawled and nothing is queued; nothing was fetched or written (remove %s, or give another --state file, to crawl again)\n", state, state)
+	fmt.Fprintf(w, "the crawl in %s is finished: every start URL was crawled, nothing is queued and no page is due for a revisit (--revisit-after); nothing was fetched or written (--revisit-after 0 revisits every page now, conditionally; remove %s, or give another --state file, to crawl anew)\n", state, state)
 }
