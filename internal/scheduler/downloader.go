@@ -31,7 +31,7 @@ func NewDownloader[Req, Resp any](addr string, score CalculateScore,
 
 func (d *downloader[Req, Resp]) Download(ctx context.Context, req Req) (resp Resp, err error) {
 	if !d.begin(ctx.Err() != nil) {
-		return resp, ctx.Err()
+		return resp, &notBegunError{ctx.Err()}
 	}
 	defer func() {
 		if v := recover(); v != nil {

@@ -74,3 +74,12 @@ func panicError(v any) error {
 	}
 	return fmt.Errorf("%w: %v", ErrPanic, v)
 }
+
+// notBegunError is a Download's error when its context ended before the
+// download function was called: the request is still queued work (the
+// worker leaves it to Leftovers), not one the module cut short. It wraps the
+// context's error.
+type notBegunError struct{ err error }
+
+func (e *notBegunError) Error() string { return "download not begun: " + e.err.Error() }
+func (e *notBegunError) Unwrap() error { return e.err }

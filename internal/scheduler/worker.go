@@ -1,6 +1,9 @@
 package scheduler
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 func (r *run[Req, Resp, Item]) downloadLoop() {
 	defer r.wg.Done()
@@ -53,6 +56,12 @@ func (r *run[Req, Resp, Item]) download(req Req) {
 	}
 	resp, err := r.callDownload(d, req)
 	if err != nil {
+		if _, ok := errors.AsType[*notBegunError](err); ok {
+			// Stop cancelled the run between the take and the call: the
+			// request was never sent, so it stays queued work.
+			r.leaveRequests(req)
+			return
+		}
 		r.report(StageDownload, d.ID(), err)
 		return
 	}
