@@ -232,29 +232,30 @@ func (c *Collector) MarkDue(u string) error {
 		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
-	return c.markDueKey(context.Background(), cfg, key, time.Time{})
+	_, err = c.markDueKey(context.Background(), cfg, key, time.Time{})
+	return err
 }
 
 // markDueKey releases key's visited mark when its page was fetched before
-// this session, or before newer (a sitemap's lastmod) when that is set.
-func (c *Collector) markDueKey(ctx context.Context, cfg *config, key uint64, newer time.Time) error {
+// this session, or before newer (a sitemap's lastmod) when that is set, and
+// reports whether this call released it.
+func (c *Collector) markDueKey(ctx context.Context, cfg *config, key uint64, newer time.Time) (bool, error) {
 	rc, ps, ok := c.pageStore(cfg)
 	if !ok {
-		return ErrRecrawlUnsupported
+		return false, ErrRecrawlUnsupported
 	}
 	states, found, err := ps.GetPages(ctx, key)
 	if err != nil {
-		return &StorageError{Op: "page state", Err: err}
+		return false, &StorageError{Op: "page state", Err: err}
 	}
 	if !found[0] {
-		return nil
+		return false, nil
 	}
 	fetched := states[0].Fetched
 	if !fetched.Before(rc.since) && (newer.IsZero() || !newer.After(fetched)) {
-		return nil
+		return false, nil
 	}
-	_, err = c.releaseVisited(ctx, rc, key)
-	return err
+	return c.releaseVisited(ctx, rc, key)
 }
 
 // releaseVisited takes key's visited mark off, unless this session did so
@@ -285,8 +286,17 @@ func (c *Collector) recrawlVisit(cfg *config, req *Request) {
 	}
 	ctx := req.stdContext()
 	key := urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
-	if err := c.markDueKey(ctx, cfg, key, time.Time{}); err != nil {
+	released, err := c.markDueKey(ctx, cfg, key, time.Time{})
+	if err != nil {
 		c.logger.Warn("recrawl: making a start URL due", "url", req.URL.Redacted(), "err", err)
+	}
+	if released {
+		// The start URL takes its mark before the due pages are queued:
+		// their links to it, found while it waits, are then refused as
+		// visited instead of admitting it first and refusing the Visit.
+		if _, err := c.markVisited(ctx, key); err == nil {
+			req.entry.ownsMark = true
+		}
 	}
 	rc.dueOnce.Do(func() { c.visitDue(ctx, cfg) })
 }
@@ -321,7 +331,7 @@ func (c *Collector) recrawlSitemapEntry(cfg *config, loc string, lastmod time.Ti
 		return
 	}
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
-	if err := c.markDueKey(context.Background(), cfg, key, lastmod); err != nil {
+	if _, err := c.markDueKey(context.Background(), cfg, key, lastmod); err != nil {
 		c.logger.Warn("recrawl: sitemap lastmod", "url", p.Redacted(), "err", err)
 	}
 }
