@@ -90,6 +90,7 @@
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
 //	                                which selectors can)
 //	             retry.go           RetryPolicy, BusyRetries, and waits for robots.txt
+//	             recrawl.go         Recrawl: due pages, conditional requests, what changed, the schedule
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue
 //	             callbacks.go       running user code: registration, panics, the callback mark, guard
