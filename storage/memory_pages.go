@@ -39,7 +39,7 @@ func (s *InMemoryStorage) PutPages(ctx context.Context, pages ...Page) error {
 	}
 	enc := make([]string, len(pages))
 	for i, p := range pages {
-		b, _ := p.State.MarshalBinary()
+		b, _ := p.State.MarshalBinary() // never fails: the error is encoding.BinaryMarshaler's
 		enc[i] = string(b)
 	}
 	s.mu.Lock()

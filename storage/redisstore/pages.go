@@ -74,7 +74,7 @@ func (s *Store) PutPages(ctx context.Context, pages ...storage.Page) error {
 	}
 	p := s.rdb.Pipeline()
 	for _, pg := range pages {
-		b, _ := pg.State.MarshalBinary()
+		b, _ := pg.State.MarshalBinary() // never fails: the error is encoding.BinaryMarshaler's
 		p.HSet(ctx, s.pagesKey(pg.ID), pageField(pg.ID), b)
 	}
 	_, err := p.Exec(ctx)

@@ -78,7 +78,7 @@ func (s *Store) PutPages(ctx context.Context, pages ...storage.Page) error {
 		defer stmt.Close()
 		var buf []byte
 		for _, p := range pages {
-			buf, _ = p.State.AppendBinary(buf[:0])
+			buf, _ = p.State.AppendBinary(buf[:0]) // never fails: the error is encoding.BinaryAppender's
 			if _, err := stmt.ExecContext(ctx, int64(p.ID), p.State.DueMillis(), buf); err != nil {
 				return err
 			}
