@@ -46,7 +46,12 @@ func TestCrawlStreamsHTML(t *testing.T) {
 		t.Errorf("streamed crawl wrote %d page items, want %d", len(streamed), n+1)
 	}
 	for u, want := range parsed {
-		if got := streamed[u]; got != want {
+		// A page is both linked from home (depth 2) and from the page
+		// before it: its depth is that of whichever path a parallel
+		// crawl admitted first, in either run. Everything else must agree.
+		got := streamed[u]
+		got.Depth, want.Depth = 0, 0
+		if got != want {
 			t.Errorf("page item of %s: streamed %+v, parsed whole %+v", u, got, want)
 		}
 	}
