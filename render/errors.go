@@ -30,6 +30,12 @@ var ErrBrowserCrashed = errors.New("render: browser crashed")
 // browser (such as net::ERR_CONNECTION_REFUSED) follows it.
 var ErrNavigation = errors.New("render: navigation failed")
 
+// ErrCertificate is returned, with ErrNavigation, when the browser refused
+// the server's certificate (net::ERR_CERT_…: unknown authority, expired,
+// wrong name). BrowserFlag("ignore-certificate-errors", true) lets such
+// pages load.
+var ErrCertificate = errors.New("render: certificate not trusted")
+
 // ErrClosed is returned by Fetch after Close, and by a Fetch whose browser
 // was closed by Close or Idle while its page loaded.
 var ErrClosed = errors.New("render: renderer closed")

@@ -68,7 +68,7 @@ func (r *Renderer) load(ctx context.Context, b *browser, t *tab, fr *magpie.Fetc
 		if resp := st.response(); resp != nil {
 			return result(fr, resp, nil, nil, http.Header{}), nil
 		}
-		return nil, fmt.Errorf("%w: %s: %s", ErrNavigation, fr.URL, nav.ErrorText)
+		return nil, navigationError(fmt.Sprintf("%s: %s", fr.URL, nav.ErrorText), nav.ErrorText)
 	}
 	if err := r.settle(pctx, st); err != nil {
 		return fail(err, "waiting for the page to settle")
@@ -311,7 +311,7 @@ func (s *loadState) status() (loaded bool, idleSince time.Time, err error) {
 	case s.crashed:
 		return false, time.Time{}, fmt.Errorf("%w: the page's renderer crashed", ErrBrowserCrashed)
 	case s.docErr != "":
-		return false, time.Time{}, fmt.Errorf("%w: %s", ErrNavigation, s.docErr)
+		return false, time.Time{}, navigationError(s.docErr, s.docErr)
 	}
 	return s.loaded, s.idleSince, nil
 }
@@ -328,6 +328,15 @@ func (s *loadState) document() (*network.Response, network.RequestID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.resp, s.docID
+}
+
+// navigationError is ErrNavigation with msg, and ErrCertificate too when
+// the browser's error text names a certificate failure.
+func navigationError(msg, errorText string) error {
+	if strings.HasPrefix(errorText, "net::ERR_CERT_") {
+		return fmt.Errorf("%w (%w): %s", ErrNavigation, ErrCertificate, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrNavigation, msg)
 }
 
 // isHTML reports whether a document of this type is rendered as a DOM that

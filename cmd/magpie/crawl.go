@@ -353,7 +353,13 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 		cfg.state = store
 	}
 	if f.render {
-		r, err := render.New(render.All(), render.Timeout(max(f.timeout, 30*time.Second)))
+		opts := []render.Option{render.All(), render.Timeout(max(f.timeout, 30*time.Second))}
+		if f.insecure {
+			// --insecure covers every fetch; the browser checks certificates
+			// itself, so it is told too.
+			opts = append(opts, render.BrowserFlag("ignore-certificate-errors", true))
+		}
+		r, err := render.New(opts...)
 		if err != nil {
 			closeAll()
 			return nil, nil, errors.Join(fmt.Errorf("--render: %w", err), out.abandon())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/magpiecrawl/magpie/render"
 	"io"
 	"net"
 	"os"
@@ -114,6 +115,9 @@ func isTLS(err error) bool {
 // isCertificate reports a server certificate that did not verify, which
 // --insecure lets through.
 func isCertificate(err error) bool {
+	if errors.Is(err, render.ErrCertificate) { // --render: the browser's own check
+		return true
+	}
 	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
 		return true
 	}
