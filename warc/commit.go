@@ -28,14 +28,15 @@ const (
 )
 
 // job is one exchange on its way to the file: its response (revisit,
-// resource) record and its request record (empty: none) as gzip members.
+// resource) record, then its request and metadata records (each may be
+// missing), as gzip members.
 type job struct {
-	main, req bytes.Buffer
-	line      cdxLine // the main record's index line, unless target is ""
-	kind      gowarc.RecordType
-	hasReq    bool
-	truncated bool
-	done      chan error // the commit loop's answer
+	main, req, meta bytes.Buffer
+	line            cdxLine // the main record's index line, unless target is ""
+	kind            gowarc.RecordType
+	hasReq, hasMeta bool
+	truncated       bool
+	done            chan error // the commit loop's answer
 }
 
 var jobPool = sync.Pool{New: func() any { return &job{done: make(chan error, 1)} }}
@@ -43,7 +44,7 @@ var jobPool = sync.Pool{New: func() any { return &job{done: make(chan error, 1)}
 // release returns j to the pool; a buffer grown past 4 MiB is left to the
 // garbage collector.
 func (j *job) release() {
-	for _, b := range []*bytes.Buffer{&j.main, &j.req} {
+	for _, b := range []*bytes.Buffer{&j.main, &j.req, &j.meta} {
 		if b.Cap() > 4<<20 {
 			*b = bytes.Buffer{}
 		}
@@ -53,10 +54,11 @@ func (j *job) release() {
 	jobPool.Put(j)
 }
 
-// write compresses the response (revisit, resource) record and the request
-// record (nil: none) and hands them to the commit loop; line, unless empty,
-// indexes the first. It returns once they are in the file.
-func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool) error {
+// write compresses the response (revisit, resource) record main, the
+// request record req and the metadata record meta (nil: none) and hands
+// them to the commit loop; line, unless empty, indexes main. It returns
+// once they are in the file.
+func (w *Writer) write(line cdxLine, truncated bool, main, req, meta gowarc.WarcRecord) error {
 	j := jobPool.Get().(*job)
 	defer j.release()
 	if err := compress(&j.main, main); err != nil {
@@ -67,7 +69,13 @@ func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool
 			return err
 		}
 	}
-	j.line, j.kind, j.hasReq, j.truncated = line, main.Type(), req != nil, truncated
+	if meta != nil {
+		if err := compress(&j.meta, meta); err != nil {
+			return err
+		}
+	}
+	j.line, j.kind, j.truncated = line, main.Type(), truncated
+	j.hasReq, j.hasMeta = req != nil, meta != nil
 
 	w.sendMu.RLock()
 	if w.closed {
@@ -123,7 +131,7 @@ func (w *Writer) commit(batch []*job) (int, error) {
 		w.file = f
 	}
 	f := w.file
-	members := make([][]byte, 0, 2*len(batch))
+	members := make([][]byte, 0, 3*len(batch))
 	var idx strings.Builder
 	var add Counts
 	end, n := f.size, 0
@@ -148,6 +156,11 @@ func (w *Writer) commit(batch []*job) (int, error) {
 			end += int64(j.req.Len())
 			add.Request++
 		}
+		if j.hasMeta {
+			members = append(members, j.meta.Bytes())
+			end += int64(j.meta.Len())
+			add.Metadata++
+		}
 		if j.truncated {
 			add.Truncated++
 		}
@@ -163,6 +176,7 @@ func (w *Writer) commit(batch []*job) (int, error) {
 	w.counts.Request += add.Request
 	w.counts.Revisit += add.Revisit
 	w.counts.Resource += add.Resource
+	w.counts.Metadata += add.Metadata
 	w.counts.Truncated += add.Truncated
 	w.mu.Unlock()
 	if f.size >= w.opts.maxSize {

@@ -66,6 +66,8 @@ type capture struct{ id, uri, date string }
 // Counts are the records a Writer wrote, by WARC-Type (revisits apart).
 type Counts struct {
 	Files, Warcinfo, Request, Response, Revisit, Resource int
+	// Metadata counts the metadata records of Outlinks.
+	Metadata int
 	// Truncated counts response records marked WARC-Truncated: length.
 	Truncated int
 }
@@ -239,12 +241,21 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	}
 	defer req.Close()
 	req.WarcHeader().SetId(gowarc.WarcConcurrentTo, out.RecordId())
+	var meta gowarc.WarcRecord
+	if w.opts.outlinks && out.Type() == gowarc.Response && info.status/100 == 2 && !info.truncated && isHTML(info.mime) {
+		if links := pageLinks(br, x.Response, hreq, target); len(links) > 0 {
+			if meta, err = w.metadataRecord(links, target, out.RecordId(), date); err != nil {
+				return err
+			}
+			defer meta.Close()
+		}
+	}
 
 	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload}
 	if out.Type() == gowarc.Revisit {
 		line.mime = "warc/revisit"
 	}
-	return w.write(out, req, line, info.truncated)
+	return w.write(line, info.truncated, out, req, meta)
 }
 
 // readerPool holds the readers the recorded messages are parsed with.
@@ -282,7 +293,7 @@ func (w *Writer) ArchiveFetched(fr *magpie.FetchRequest, res *magpie.FetchResult
 		return fmt.Errorf("warc: building resource record for %s: %w", target, err)
 	}
 	defer rec.Close()
-	err = w.write(rec, nil, cdxLine{}, false)
+	err = w.write(cdxLine{}, false, rec, nil, nil)
 	w.fail(err)
 	return err
 }
@@ -488,6 +499,7 @@ type options struct {
 	software string
 	info     [][2]string
 	dedupe   bool
+	outlinks bool
 }
 
 // oneLine keeps a warcinfo field on its line.
