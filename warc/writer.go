@@ -22,13 +22,19 @@ import (
 // Writer writes the exchanges of a crawl to WARC files in one directory. It
 // implements magpie.Archiver: pass Writer.Option (or magpie.WithArchiver(w))
 // to the collector. Safe for concurrent use. Close it after the crawl: it
-// closes the open file and writes its index. The zero value is not usable;
-// build one with New.
+// closes the open file, writes its index and stops the goroutine that
+// appends records to the file (started with the first record). The zero
+// value is not usable; build one with New.
+//
+// Each exchange's records are built and compressed by the download worker
+// that archives it; the worker then waits until they are in the file, so
+// that a crawl killed afterwards still has them.
 type Writer struct {
 	dir  string
 	opts options
-	// recOpts builds every record: sha1 digests in base32, as CDXJ and
-	// pywb expect, and bodies past 1 MiB buffered on disk.
+	// recOpts builds warcinfo, resource and metadata records: sha1
+	// digests in base32, as CDXJ and pywb expect, and bodies past 1 MiB
+	// buffered on disk.
 	recOpts, httpOpts, rawOpts []gowarc.WarcRecordOption
 
 	// seenMu guards seen: the first capture of each payload digest.
