@@ -188,8 +188,12 @@ func (w *Writer) commit(batch []*job) (int, error) {
 
 // compress writes rec to dst as one gzip member.
 func compress(dst io.Writer, rec gowarc.WarcRecord) error {
-	zw := gzipPool.Get().(*copyWriter)
-	defer gzipPool.Put(zw)
+	pool := &gzipPool
+	if n, err := rec.ContentLength(); err == nil && n < storeBelow {
+		pool = &storePool
+	}
+	zw := pool.Get().(*copyWriter)
+	defer pool.Put(zw)
 	zw.Reset(dst)
 	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
 		return fmt.Errorf("warc: writing record: %w", err)
@@ -215,6 +219,20 @@ func (c *copyWriter) ReadFrom(r io.Reader) (int64, error) {
 var gzipPool = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
 	return &copyWriter{Writer: zw, buf: make([]byte, 32<<10)}
+}}
+
+// storeBelow is the block size under which a record's gzip member stores
+// it uncompressed (deflate's stored blocks: still a gzip member every
+// reader takes). Such a record, most often a GET request of a few hundred
+// bytes, would shrink by a couple of hundred bytes at most, for the CPU a
+// whole page costs: deflate builds its Huffman tables per member whatever
+// its size.
+const storeBelow = 512
+
+// storePool holds the compressors of records under storeBelow.
+var storePool = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.NoCompression) // a valid level: no error
+	return &copyWriter{Writer: zw, buf: make([]byte, 4<<10)}
 }}
 
 // open starts the next file with its warcinfo record; called by the commit
