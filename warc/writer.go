@@ -178,7 +178,10 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		return fmt.Errorf("%w: %w", ErrRecording, err)
 	}
 	br := readerPool.Get().(*bufio.Reader)
-	defer readerPool.Put(br)
+	defer func() {
+		br.Reset(nil) // keeps no reference to the exchange's bytes
+		readerPool.Put(br)
+	}()
 	br.Reset(x.Request.NewReader())
 	hreq, err := http.ReadRequest(br)
 	if err != nil {
