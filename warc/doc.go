@@ -18,9 +18,10 @@
 // A 304 becomes a revisit record (profile server-not-modified), and so does
 // a 2xx body identical to one already archived by the Writer (profile
 // identical-payload-digest, referring to the first capture). A body cut by
-// MaxBodySize is marked WARC-Truncated: length.
+// MaxBodySize is marked WARC-Truncated: length. With Outlinks, each HTML
+// page's response is followed by a metadata record of its links.
 //
-// Files are gzip-compressed record by record, named
+// Files are gzip-compressed record by record (gzip's fastest level), named
 // prefix-YYYYMMDDhhmmss-NNNNN.warc.gz, and rotated past MaxFileSize. A file
 // is written as name.warc.gz.open and renamed when closed, with its CDXJ
 // index (pywb's format) beside it as name.cdxj. New recovers a file a killed

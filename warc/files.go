@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,10 +23,11 @@ import (
 const openSuffix = ".open"
 
 // warcFile is the WARC file being written and its index lines. Owned by
-// the Writer under its mu.
+// the Writer's commit loop.
 type warcFile struct {
 	dir, name string // name is the final name, without openSuffix
 	f, idx    *os.File
+	out       *bufio.Writer // gathers the members of a batch into one write
 	size      int64
 }
 
@@ -43,28 +43,39 @@ func createFile(dir, name string) (*warcFile, error) {
 		_ = os.Remove(path + openSuffix)
 		return nil, fmt.Errorf("warc: %w", err)
 	}
-	return &warcFile{dir: dir, name: name, f: f, idx: idx}, nil
+	return &warcFile{dir: dir, name: name, f: f, idx: idx, out: bufio.NewWriterSize(f, 256<<10)}, nil
 }
 
 // cdxPath is the index beside the WARC file at path.
 func cdxPath(path string) string { return strings.TrimSuffix(path, ".warc.gz") + ".cdxj" }
 
-// append writes the gzip members a and b, then a's index line. A failed
-// write is cut off again, so the file holds whole records only.
-func (w *warcFile) append(a, b []byte, line cdxLine) error {
-	buf := net.Buffers{a, b} // one writev
-	n, err := buf.WriteTo(w.f)
+// append writes the gzip members (a member larger than the buffer goes
+// straight to the file), then their index lines. A failed write is cut off
+// again, so the file holds whole records only.
+func (w *warcFile) append(members [][]byte, lines string) error {
+	var n int64
+	var err error
+	for _, m := range members {
+		if _, err = w.out.Write(m); err != nil {
+			break
+		}
+		n += int64(len(m))
+	}
+	if err == nil {
+		err = w.out.Flush()
+	}
 	if err != nil {
+		w.out.Reset(w.f)
 		if terr := w.f.Truncate(w.size); terr == nil {
 			_, _ = w.f.Seek(w.size, io.SeekStart)
 		}
 		return fmt.Errorf("warc: writing %s: %w", w.name, err)
 	}
 	w.size += n
-	if line.target == "" {
+	if lines == "" {
 		return nil
 	}
-	if _, err := w.idx.WriteString(line.String()); err != nil {
+	if _, err := w.idx.WriteString(lines); err != nil {
 		return fmt.Errorf("warc: writing the index of %s: %w", w.name, err)
 	}
 	return nil

@@ -8,4 +8,5 @@ require (
 	github.com/klauspost/compress v1.20.3
 	github.com/magpiecrawl/magpie v0.1.0
 	github.com/nlnwa/gowarc/v3 v3.1.0
+	golang.org/x/net v0.62.0
 )

@@ -2,7 +2,6 @@ package warc
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base32"
@@ -15,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/nlnwa/gowarc/v3"
 
 	"github.com/magpiecrawl/magpie"
@@ -24,24 +22,46 @@ import (
 // Writer writes the exchanges of a crawl to WARC files in one directory. It
 // implements magpie.Archiver: pass Writer.Option (or magpie.WithArchiver(w))
 // to the collector. Safe for concurrent use. Close it after the crawl: it
-// closes the open file and writes its index. The zero value is not usable;
-// build one with New.
+// closes the open file, writes its index and stops the goroutine that
+// appends records to the file (started with the first record). The zero
+// value is not usable; build one with New.
+//
+// Each exchange's records are built and compressed by the download worker
+// that archives it; the worker then waits until they are in the file, so
+// that a crawl killed afterwards still has them.
 type Writer struct {
 	dir  string
 	opts options
-	// recOpts builds every record: sha1 digests in base32, as CDXJ and
-	// pywb expect, and bodies past 1 MiB buffered on disk.
-	recOpts, httpOpts []gowarc.WarcRecordOption
+	// recOpts builds warcinfo, resource and metadata records: sha1
+	// digests in base32, as CDXJ and pywb expect, and bodies past 1 MiB
+	// buffered on disk.
+	recOpts, httpOpts, rawOpts []gowarc.WarcRecordOption
 
 	// seenMu guards seen: the first capture of each payload digest.
 	seenMu sync.Mutex
 	seen   map[string]capture
 
-	// mu guards the file and the counts.
-	mu     sync.Mutex
+	// sendMu guards closed against the sends on queue: a send holds it for
+	// reading, Close for writing while it closes queue.
+	sendMu sync.RWMutex
+	closed bool
+	// queue takes the compressed records of each exchange to the commit
+	// loop, which appends them to the file; its capacity bounds how many
+	// wait, so a slow disk holds the crawl's workers back.
+	queue chan *job
+	// loop starts the commit loop at the first record; done is closed when
+	// it has returned (or by Close, if it never started).
+	loop      sync.Once
+	done      chan struct{}
+	closeOnce sync.Once
+
+	// file and serial belong to the commit loop, and to Close once the
+	// loop has returned.
 	file   *warcFile
 	serial int
-	closed bool
+
+	// mu guards counts and err.
+	mu     sync.Mutex
 	counts Counts
 	err    error
 }
@@ -52,6 +72,8 @@ type capture struct{ id, uri, date string }
 // Counts are the records a Writer wrote, by WARC-Type (revisits apart).
 type Counts struct {
 	Files, Warcinfo, Request, Response, Revisit, Resource int
+	// Metadata counts the metadata records of Outlinks.
+	Metadata int
 	// Truncated counts response records marked WARC-Truncated: length.
 	Truncated int
 }
@@ -67,6 +89,7 @@ func New(dir string, opts ...Option) (*Writer, error) {
 	}
 	w := &Writer{
 		dir: dir, opts: o, seen: make(map[string]capture),
+		queue: make(chan *job, queueLen), done: make(chan struct{}),
 		recOpts: []gowarc.WarcRecordOption{
 			gowarc.WithDefaultDigestAlgorithm("sha1"),
 			gowarc.WithAddMissingDigest(true),
@@ -77,10 +100,16 @@ func New(dir string, opts ...Option) (*Writer, error) {
 		// digests computes in one pass: the builder checks nothing again.
 		httpOpts: []gowarc.WarcRecordOption{
 			gowarc.WithDefaultDigestAlgorithm("sha1"),
-			gowarc.WithBufferMaxMemBytes(1 << 20),
 			gowarc.WithRecordIdFunc(newRecordID),
 			gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
 			gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
+		},
+		// rawOpts build those that are written as they are: the HTTP
+		// block is not parsed a second time (see httpRecord).
+		rawOpts: []gowarc.WarcRecordOption{
+			gowarc.WithDefaultDigestAlgorithm("sha1"),
+			gowarc.WithRecordIdFunc(newRecordID),
+			gowarc.WithNoValidation(),
 		},
 	}
 	serial, err := recoverDir(dir, o.prefix)
@@ -101,36 +130,46 @@ func (w *Writer) Counts() Counts {
 	return w.counts
 }
 
-// Close closes the open file (renaming it from .open and writing its
-// CDXJ index) and returns the first error the Writer met, if any. Exchanges
-// archived after Close fail with ErrClosed.
+// Close waits until the records of every exchange archived so far are
+// written, closes the open file (renaming it from .open and writing its
+// CDXJ index), stops the Writer's goroutine and returns the first error the
+// Writer met, if any. Exchanges archived after Close fail with ErrClosed.
+// Call it once the crawl is over; calling it again returns the same error.
 func (w *Writer) Close() error {
+	w.closeOnce.Do(func() {
+		w.sendMu.Lock()
+		w.closed = true
+		close(w.queue)
+		w.sendMu.Unlock()
+		w.loop.Do(func() { close(w.done) }) // never started: nothing to wait for
+		<-w.done
+		if w.file != nil {
+			w.fail(w.file.close())
+			w.file = nil
+		}
+	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return w.err
-	}
-	w.closed = true
-	if w.file != nil {
-		if err := w.file.close(); err != nil && w.err == nil {
-			w.err = err
-		}
-		w.file = nil
-	}
 	return w.err
+}
+
+// fail keeps err, unless nil or ErrClosed, as the Writer's first error.
+func (w *Writer) fail(err error) {
+	if err == nil || errors.Is(err, ErrClosed) {
+		return
+	}
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
 }
 
 // ArchiveExchange writes x as a request and a response record (a revisit
 // record for a 304, or for a payload already archived in this crawl).
 func (w *Writer) ArchiveExchange(x *magpie.WireExchange) error {
 	err := w.archive(x)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
-		}
-		w.mu.Unlock()
-	}
+	w.fail(err)
 	return err
 }
 
@@ -138,62 +177,98 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	if err := errors.Join(x.Request.Err(), x.Response.Err()); err != nil {
 		return fmt.Errorf("%w: %w", ErrRecording, err)
 	}
-	hreq, err := http.ReadRequest(bufio.NewReader(x.Request.NewReader()))
+	br := readerPool.Get().(*bufio.Reader)
+	defer func() {
+		br.Reset(nil) // keeps no reference to the exchange's bytes
+		readerPool.Put(br)
+	}()
+	br.Reset(x.Request.NewReader())
+	hreq, err := http.ReadRequest(br)
 	if err != nil {
 		return fmt.Errorf("%w: request: %w", ErrUnreadableExchange, err)
 	}
 	target := targetURI(x.Scheme, hreq)
-	info, err := inspectResponse(x.Response, hreq)
+	info, err := inspectResponse(br, x.Response, hreq)
 	if err != nil {
 		return fmt.Errorf("%w: response of %s: %w", ErrUnreadableExchange, target, err)
 	}
 	date := x.Date.UTC()
 
-	resp, err := w.httpRecord(gowarc.Response, "response", x.Response, target, x.RemoteAddr, date)
+	block, payload, err := digests(x.Response.NewReader())
+	if err != nil {
+		return fmt.Errorf("warc: reading the recorded response: %w", err)
+	}
+	id, err := newRecordID()
+	if err != nil {
+		return fmt.Errorf("warc: record ID: %w", err)
+	}
+	var ref *gowarc.RevisitRef
+	switch {
+	case info.status == http.StatusNotModified:
+		ref = &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1}
+	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.opts.dedupe:
+		if first, dup := w.firstCapture(payload, id, target, date); dup {
+			ref = &gowarc.RevisitRef{
+				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
+				TargetUri: first.uri, TargetDate: first.date,
+			}
+		}
+	}
+	m := httpMessage{
+		typ: gowarc.Response, msgtype: "response", b: x.Response, id: id,
+		target: target, ip: x.RemoteAddr, date: date, block: block, payload: payload,
+		// A revisit record keeps the response's HTTP header: gowarc must
+		// find where it ends.
+		parse: ref != nil,
+	}
+	resp, err := w.httpRecord(m)
 	if err != nil {
 		return err
 	}
 	defer resp.Close()
-	req, err := w.httpRecord(gowarc.Request, "request", x.Request, target, x.RemoteAddr, date)
-	if err != nil {
-		return err
-	}
-	defer req.Close()
 	if info.truncated {
 		resp.WarcHeader().Set(gowarc.WarcTruncated, "length")
 	}
 	out := resp
-	switch {
-	case info.status == http.StatusNotModified:
-		out, err = resp.ToRevisitRecord(&gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1})
-	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.opts.dedupe:
-		if first, dup := w.firstCapture(resp, target, date); dup {
-			out, err = resp.ToRevisitRecord(&gowarc.RevisitRef{
-				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
-				TargetUri: first.uri, TargetDate: first.date,
-			})
+	if ref != nil {
+		if out, err = resp.ToRevisitRecord(ref); err != nil {
+			return fmt.Errorf("warc: revisit record for %s: %w", target, err)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("warc: revisit record for %s: %w", target, err)
-	}
-	if out != resp {
 		defer out.Close()
 	}
-	req.WarcHeader().SetId(gowarc.WarcConcurrentTo, out.RecordId())
 
-	line := cdxLine{
-		target: target, date: date, mime: info.mime, status: info.status,
-		digest: out.WarcHeader().Get(gowarc.WarcPayloadDigest),
+	m = httpMessage{typ: gowarc.Request, msgtype: "request", b: x.Request, target: target, ip: x.RemoteAddr, date: date}
+	if m.block, m.payload, err = digests(x.Request.NewReader()); err != nil {
+		return fmt.Errorf("warc: reading the recorded request: %w", err)
 	}
-	if out.Type() == gowarc.Revisit {
-		line.mime = "warc/revisit"
-		if line.digest == "" {
-			line.digest = resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
+	if m.id, err = newRecordID(); err != nil {
+		return fmt.Errorf("warc: record ID: %w", err)
+	}
+	req, err := w.httpRecord(m)
+	if err != nil {
+		return err
+	}
+	defer req.Close()
+	req.WarcHeader().SetId(gowarc.WarcConcurrentTo, out.RecordId())
+	var meta gowarc.WarcRecord
+	if w.opts.outlinks && out.Type() == gowarc.Response && info.status/100 == 2 && !info.truncated && isHTML(info.mime) {
+		if links := pageLinks(br, x.Response, hreq, target); len(links) > 0 {
+			if meta, err = w.metadataRecord(links, target, out.RecordId(), date); err != nil {
+				return err
+			}
+			defer meta.Close()
 		}
 	}
-	return w.write(out, req, line, info.truncated)
+
+	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload}
+	if out.Type() == gowarc.Revisit {
+		line.mime = "warc/revisit"
+	}
+	return w.write(line, info.truncated, out, req, meta)
 }
+
+// readerPool holds the readers the recorded messages are parsed with.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
 
 // renderedScheme prefixes the URI of a page a Fetcher downloaded (render's
 // DOM after scripts ran): the record is not what the server sent, so it
@@ -227,60 +302,70 @@ func (w *Writer) ArchiveFetched(fr *magpie.FetchRequest, res *magpie.FetchResult
 		return fmt.Errorf("warc: building resource record for %s: %w", target, err)
 	}
 	defer rec.Close()
-	err = w.write(rec, nil, cdxLine{}, false)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
-		}
-		w.mu.Unlock()
-	}
+	err = w.write(cdxLine{}, false, rec, nil, nil)
+	w.fail(err)
 	return err
 }
 
-// firstCapture records resp's payload digest as archived at target, or
-// returns the capture that archived it first.
-func (w *Writer) firstCapture(resp gowarc.WarcRecord, target string, date time.Time) (capture, bool) {
-	d := resp.WarcHeader().Get(gowarc.WarcPayloadDigest)
-	if d == "" {
-		return capture{}, false
-	}
+// firstCapture records the payload digest d as archived at target by the
+// record id, or returns the capture that archived it first.
+func (w *Writer) firstCapture(d, id, target string, date time.Time) (capture, bool) {
 	w.seenMu.Lock()
 	defer w.seenMu.Unlock()
 	if c, ok := w.seen[d]; ok {
 		return c, true
 	}
-	w.seen[d] = capture{id: resp.RecordId(), uri: target, date: date.Format(time.RFC3339)}
+	w.seen[d] = capture{id: id, uri: target, date: date.Format(time.RFC3339)}
 	return capture{}, false
 }
 
-// httpRecord builds a request or response record of the bytes b.
-func (w *Writer) httpRecord(t gowarc.RecordType, msgtype string, b *magpie.WireBytes, target, ip string, date time.Time) (gowarc.WarcRecord, error) {
-	block, payload, err := digests(b.NewReader())
-	if err != nil {
-		return nil, fmt.Errorf("warc: reading the recorded %s: %w", msgtype, err)
+// httpMessage is a recorded request or response and what its record says
+// of it.
+type httpMessage struct {
+	typ            gowarc.RecordType
+	msgtype        string
+	b              *magpie.WireBytes
+	id, target, ip string
+	date           time.Time
+	block, payload string // digests
+	parse          bool   // let gowarc parse the HTTP block
+}
+
+// httpRecord builds the request or response record of m. Its digests were
+// computed as the bytes were read once; gowarc is told not to parse the
+// HTTP block again unless m.parse, and gets a buffer of the message's size.
+func (w *Writer) httpRecord(m httpMessage) (gowarc.WarcRecord, error) {
+	opts := w.httpOpts
+	if !m.parse {
+		opts = w.rawOpts
 	}
-	rb := newBuilder(t, w.httpOpts)
-	rb.AddWarcHeader(gowarc.WarcBlockDigest, block)
-	rb.AddWarcHeader(gowarc.WarcPayloadDigest, payload)
+	opts = append(opts[:len(opts):len(opts)], gowarc.WithBufferMaxMemBytes(min(max(m.b.Len(), 512), bufferMax)))
+	rb := newBuilder(m.typ, opts)
+	rb.AddWarcHeader(gowarc.WarcRecordID, "<"+m.id+">")
+	rb.AddWarcHeader(gowarc.WarcBlockDigest, m.block)
+	rb.AddWarcHeader(gowarc.WarcPayloadDigest, m.payload)
 	// A message in memory is handed over in one Write (bytes.Reader's
 	// WriteTo), without the builder's 32 KiB read buffer.
-	if _, err := io.Copy(rb, b.NewReader()); err != nil {
+	if _, err := io.Copy(rb, m.b.NewReader()); err != nil {
 		_ = rb.Close()
-		return nil, fmt.Errorf("warc: buffering %s record: %w", msgtype, err)
+		return nil, fmt.Errorf("warc: buffering %s record: %w", m.msgtype, err)
 	}
-	rb.AddWarcHeader(gowarc.WarcTargetURI, target)
-	rb.AddWarcHeaderTime(gowarc.WarcDate, date)
-	if ip != "" {
-		rb.AddWarcHeader(gowarc.WarcIPAddress, ip)
+	rb.AddWarcHeader(gowarc.WarcTargetURI, m.target)
+	rb.AddWarcHeaderTime(gowarc.WarcDate, m.date)
+	if m.ip != "" {
+		rb.AddWarcHeader(gowarc.WarcIPAddress, m.ip)
 	}
-	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype="+msgtype)
+	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype="+m.msgtype)
 	rec, _, err := rb.Build()
 	if err != nil {
-		return nil, fmt.Errorf("warc: building %s record for %s: %w", msgtype, target, err)
+		return nil, fmt.Errorf("warc: building %s record for %s: %w", m.msgtype, m.target, err)
 	}
 	return rec, nil
 }
+
+// bufferMax is how much of a record's block gowarc keeps in memory; the
+// rest goes to a temporary file.
+const bufferMax = 1 << 20
 
 // digests returns the sha1 digests (base32) of a recorded HTTP message:
 // of all its bytes (WARC-Block-Digest) and of those after its header
@@ -343,9 +428,9 @@ type responseInfo struct {
 
 // inspectResponse reads the recorded response as a client would: a body
 // shorter than its framing announces (Content-Length, chunks) was cut.
-func inspectResponse(b *magpie.WireBytes, req *http.Request) (responseInfo, error) {
+func inspectResponse(br *bufio.Reader, b *magpie.WireBytes, req *http.Request) (responseInfo, error) {
 	src := &byteCount{r: b.NewReader()}
-	br := bufio.NewReader(src)
+	br.Reset(src)
 	res, err := http.ReadResponse(br, req)
 	if err != nil {
 		return responseInfo{}, err
@@ -392,138 +477,6 @@ func mediaType(ct string) string {
 	return mt
 }
 
-// write appends the response (revisit, resource) record and the request
-// record (nil: none) to the current file, opening or rotating it as needed;
-// line, unless empty, indexes the first.
-func (w *Writer) write(main, req gowarc.WarcRecord, line cdxLine, truncated bool) error {
-	a, b := bufPool.Get().(*bytes.Buffer), bufPool.Get().(*bytes.Buffer)
-	defer func() {
-		for _, buf := range []*bytes.Buffer{a, b} {
-			if buf.Cap() <= 4<<20 { // a huge one is left to the GC
-				buf.Reset()
-				bufPool.Put(buf)
-			}
-		}
-	}()
-	if err := compress(a, main); err != nil {
-		return err
-	}
-	if req != nil {
-		if err := compress(b, req); err != nil {
-			return err
-		}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
-	if w.file == nil {
-		f, err := w.open()
-		if err != nil {
-			return err
-		}
-		w.file = f
-	}
-	line.offset = w.file.size
-	line.length = int64(a.Len())
-	line.filename = w.file.name
-	if err := w.file.append(a.Bytes(), b.Bytes(), line); err != nil {
-		return err
-	}
-	switch main.Type() {
-	case gowarc.Revisit:
-		w.counts.Revisit++
-	case gowarc.Resource:
-		w.counts.Resource++
-	default:
-		w.counts.Response++
-	}
-	if req != nil {
-		w.counts.Request++
-	}
-	if truncated {
-		w.counts.Truncated++
-	}
-	if w.file.size >= w.opts.maxSize {
-		err := w.file.close()
-		w.file = nil
-		return err
-	}
-	return nil
-}
-
-// compress writes rec to dst as one gzip member.
-func compress(dst io.Writer, rec gowarc.WarcRecord) error {
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(dst)
-	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
-		return fmt.Errorf("warc: writing record: %w", err)
-	}
-	return zw.Close()
-}
-
-// gzipPool holds the record compressors: gzip's fastest level, since
-// archiving shares the crawl's CPU (a crawl is usually CPU-bound on the
-// parsing side; level 1 costs a few percent of size on HTML).
-var gzipPool = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
-	return zw
-}}
-
-// bufPool holds the buffers records are compressed into.
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// open starts the next file with its warcinfo record; called under mu.
-func (w *Writer) open() (*warcFile, error) {
-	w.serial++
-	name := fmt.Sprintf("%s-%s-%05d.warc.gz", w.opts.prefix, time.Now().UTC().Format("20060102150405"), w.serial)
-	f, err := createFile(w.dir, name)
-	if err != nil {
-		return nil, err
-	}
-	info, err := w.warcinfo(name)
-	if err == nil {
-		var buf bytes.Buffer
-		if err = compress(&buf, info); err == nil {
-			err = f.append(buf.Bytes(), nil, cdxLine{})
-		}
-		_ = info.Close()
-	}
-	if err != nil {
-		_ = f.close()
-		return nil, err
-	}
-	w.counts.Files++
-	w.counts.Warcinfo++
-	return f, nil
-}
-
-// warcinfo builds the record that opens a file.
-func (w *Writer) warcinfo(name string) (gowarc.WarcRecord, error) {
-	rb := newBuilder(gowarc.Warcinfo, w.recOpts)
-	rb.AddWarcHeaderTime(gowarc.WarcDate, time.Now().UTC())
-	rb.AddWarcHeader(gowarc.WarcFilename, name)
-	rb.AddWarcHeader(gowarc.ContentType, gowarc.ApplicationWarcFields)
-	var body strings.Builder
-	fmt.Fprintf(&body, "software: %s\r\n", w.opts.software)
-	body.WriteString("format: WARC File Format 1.1\r\n")
-	body.WriteString("conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n")
-	for _, kv := range w.opts.info {
-		fmt.Fprintf(&body, "%s: %s\r\n", kv[0], kv[1])
-	}
-	if _, err := rb.WriteString(body.String()); err != nil {
-		_ = rb.Close()
-		return nil, err
-	}
-	rec, _, err := rb.Build()
-	if err != nil {
-		return nil, fmt.Errorf("warc: building warcinfo: %w", err)
-	}
-	return rec, nil
-}
-
 // builderMu serialises gowarc.NewRecordBuilder, which sets a global of
 // github.com/google/uuid (EnableRandPool) without a lock each time it is
 // called; records get their IDs from newRecordID, which does not read it.
@@ -555,6 +508,7 @@ type options struct {
 	software string
 	info     [][2]string
 	dedupe   bool
+	outlinks bool
 }
 
 // oneLine keeps a warcinfo field on its line.
