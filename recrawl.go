@@ -148,6 +148,11 @@ type recrawler struct {
 	released sync.Map
 	// counts are Stats.Recrawl's, by Change.
 	counts [len(changeNames)]atomic.Uint64
+	// heldMu guards held: the page states of a queue run's leased entries,
+	// by lease ID, stored when their entries are acknowledged (ackWith) and
+	// dropped when they are released.
+	heldMu sync.Mutex
+	held   map[string]storage.Page
 }
 
 // RecrawlStats counts the pages of recrawl mode by Change.
@@ -439,7 +444,13 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 	now := time.Now()
 	st.Interval = nextInterval(rv.rc.policy, rv.known, rv.prev.Interval, ch)
 	st.Fetched, st.Due, st.Change = now, now.Add(st.Interval), uint8(ch)
-	if err := rv.store.PutPages(x.ctx, storage.Page{ID: rv.key, State: st}); err != nil {
+	page := storage.Page{ID: rv.key, State: st}
+	if lease := x.req.entry.leaseID; lease != "" {
+		// A queue entry: its state is stored with its acknowledgement, so
+		// a crash before that fetches it again and judges it against the
+		// same state (see queueFrontier.ackWith).
+		rv.rc.hold(lease, page)
+	} else if err := rv.store.PutPages(x.ctx, page); err != nil {
 		x.c.logger.Warn("recrawl: storing page state", "url", x.req.URL.Redacted(), "request_id", x.req.ID, "err", err)
 	}
 	resp.Change = ch
@@ -485,4 +496,68 @@ func digest(b []byte) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return h.Sum64()
+}
+
+// hold keeps the state of a leased entry's page until its entry is settled.
+func (rc *recrawler) hold(lease string, p storage.Page) {
+	rc.heldMu.Lock()
+	defer rc.heldMu.Unlock()
+	if rc.held == nil {
+		rc.held = make(map[string]storage.Page)
+	}
+	rc.held[lease] = p
+}
+
+// takePages removes and returns the page states held for the leases of
+// ids: those of entries being acknowledged, to store with them, or of
+// entries being released, whose pages are fetched and judged again.
+func (f *queueFrontier) takePages(ids ...string) []storage.LeasePage {
+	rc := f.cfg.recrawl
+	if rc == nil {
+		return nil
+	}
+	rc.heldMu.Lock()
+	defer rc.heldMu.Unlock()
+	var out []storage.LeasePage
+	for _, id := range ids {
+		if p, ok := rc.held[id]; ok {
+			out = append(out, storage.LeasePage{Lease: id, Page: p})
+			delete(rc.held, id)
+		}
+	}
+	return out
+}
+
+// ackWith acknowledges the entries of ids and stores the page states their
+// fetches produced: in one transaction when the queue is the page store
+// and a storage.PageAcker (sqlitestore, redisstore on one server), so that
+// after a crash an entry is either done with its state stored or fetched
+// again and judged against the state it was judged against before, with
+// the same Change. Otherwise the entries are acknowledged first and the
+// states stored after: a crash between the two leaves a page its older
+// state, so that a later recrawl reports its change once more, but this
+// one's report stays exact.
+func (f *queueFrontier) ackWith(ctx context.Context, ids []string, pages []storage.LeasePage) error {
+	if len(pages) == 0 {
+		return f.q.Ack(ctx, ids...)
+	}
+	_, ps, ok := f.c.pageStore(f.cfg)
+	if !ok {
+		return f.q.Ack(ctx, ids...)
+	}
+	if pa, isAcker := f.q.(storage.PageAcker); isAcker && any(f.q) == any(ps) {
+		return pa.AckPages(ctx, ids, pages)
+	}
+	err := f.q.Ack(ctx, ids...)
+	if err != nil && !errors.Is(err, storage.ErrUnknownLease) {
+		return err
+	}
+	states := make([]storage.Page, len(pages))
+	for i, p := range pages {
+		states[i] = p.Page
+	}
+	if perr := ps.PutPages(ctx, states...); perr != nil {
+		f.c.logger.Warn("recrawl: storing page states", "pages", len(states), "err", perr)
+	}
+	return err
 }

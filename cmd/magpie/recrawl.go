@@ -75,16 +75,20 @@ func registerRecrawl(c *magpie.Collector) {
 
 // recrawlStarts queues a recrawl's start: every page of the state file that
 // is due, and the start URLs, each made due (always revisited). It reports
-// whether it did. A crawl that is not finished (entries left in its queue)
-// and was given no recrawl flag resumes instead (false). A finished crawl
-// with nothing due, run without a recrawl flag, returns errFinished: it has
-// nothing to do, and the output is not touched.
+// whether it did. A crawl that is not finished (entries left in its queue:
+// a first crawl or a recrawl that was stopped or killed) resumes instead
+// (false), whatever the flags: the same command run again after a kill
+// finishes the recrawl it began, and each page it had finished keeps the
+// change it was reported with, rather than being revisited and found
+// unchanged. A finished crawl with nothing due, run without a recrawl
+// flag, returns errFinished: it has nothing to do, and the output is not
+// touched.
 func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, q *queue.Queue, st *starts, explicit bool) (bool, error) {
 	n, err := store.Len(ctx)
 	if err != nil {
 		return false, fmt.Errorf("--state: %w", err)
 	}
-	if n.Total() > 0 && !explicit {
+	if n.Total() > 0 {
 		return false, nil
 	}
 	due := 0
