@@ -352,6 +352,11 @@ func (c *Collector) recrawlRefusal(req *Request, err error) error {
 	if !ok {
 		return err
 	}
+	if _, revisited := rc.released.Load(req.visitKey); revisited {
+		// Made due in this session: visited by it, whenever its new
+		// state is stored.
+		return err
+	}
 	states, found, gerr := ps.GetPages(req.stdContext(), req.visitKey)
 	if gerr != nil || !found[0] || !states[0].Fetched.Before(rc.since) {
 		return err

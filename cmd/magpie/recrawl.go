@@ -91,7 +91,7 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 	if n.Total() > 0 {
 		return false, nil
 	}
-	due := 0
+	due := map[string]bool{}
 	for u, err := range c.DueURLs(ctx) {
 		if err != nil {
 			return false, fmt.Errorf("--state: %w", err)
@@ -99,9 +99,9 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 		if err := q.AddURL(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
-		due++
+		due[u] = true
 	}
-	if due == 0 && !explicit {
+	if len(due) == 0 && !explicit {
 		crawled := true
 		for _, u := range st.order {
 			visited, err := c.HasVisited(u)
@@ -115,6 +115,9 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 		}
 	}
 	for _, u := range st.order {
+		if due[u] {
+			continue // queued above: a second entry would be refused as visited
+		}
 		if err := c.MarkDue(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
