@@ -257,7 +257,7 @@ func (c *Collector) markDueKey(ctx context.Context, cfg *config, key uint64, new
 		return false, nil
 	}
 	fetched := states[0].Fetched
-	if !fetched.Before(rc.since) && (newer.IsZero() || !newer.After(fetched)) {
+	if newer.IsZero() && !fetched.Before(rc.since) || !newer.IsZero() && !newer.After(fetched) {
 		return false, nil
 	}
 	return c.releaseVisited(ctx, rc, key)

@@ -106,7 +106,13 @@ for v in $VALIDATORS; do
 	done
 done
 
-echo "| store | validators | pages | first crawl, s | second crawl, s | second ÷ first | first body bytes | second body bytes | bytes ratio | new | changed | unchanged | gone | exact |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-jq -r '"| \(.store) | \(if .validators then "ETag, Last-Modified" else "none (digest)" end) | \(.pages) | \(.first_wall_s*100|round/100) | \(.second_wall_s*100|round/100) | \(.second_wall_s/.first_wall_s*1000|round/1000) | \(.first_bytes) | \(.second_bytes) | \(.second_bytes/.first_bytes*10000|round/100)% | \(.new) | \(.changed) | \(.unchanged) | \(.gone) | \(if .exact then "yes" else "NO" end) |"' "$OUT"
+# One row per (validators, store): medians of the runs' wall times; bytes
+# and counts are the same in every run (exact says whether all were).
+jq -s -r '
+def med(f): map(f) | sort | .[(length - 1) / 2 | floor];
+"| store | server validators | runs | pages | first crawl, s | second crawl, s | second ÷ first | first crawl body bytes | second crawl body bytes | bytes, second ÷ first | new | changed | unchanged | gone | exact in every run |",
+"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+(group_by([(.validators | not), .store])[] |
+ (med(.first_wall_s)) as $w1 | (med(.second_wall_s)) as $w2 | .[0] as $r |
+ "| \($r.store) | \(if $r.validators then "ETag, Last-Modified" else "none (digest)" end) | \(length) | \($r.pages) | \($w1*100|round/100) | \($w2*100|round/100) | \($w2/$w1*100|round/100) | \($r.first_bytes) | \(med(.second_bytes)) | \(med(.second_bytes)/$r.first_bytes*10000|round/100)% | \($r.new) | \($r.changed) | \($r.unchanged) | \($r.gone) | \(if all(.[]; .exact) then "yes" else "NO" end) |")' "$OUT"
 exit $status
