@@ -38,17 +38,17 @@ type Change uint8
 
 // The outcomes of a fetch in recrawl mode.
 const (
-	// ChangeNone: no judgement (see Change).
+	// ChangeNone is no judgement (see Change).
 	ChangeNone Change = iota
-	// ChangeNew: the URL had no stored state; this is its first fetch.
+	// ChangeNew is a URL with no stored state: its first fetch.
 	ChangeNew
-	// ChangeChanged: the body differs from the stored one.
+	// ChangeChanged is a body whose digest differs from the stored one, or
+	// a page answering again after it was gone.
 	ChangeChanged
-	// ChangeUnchanged: the server answered 304 Not Modified to a
-	// conditional request (no body was downloaded), or sent a body whose
-	// digest equals the stored one.
+	// ChangeUnchanged is a 304 Not Modified to a conditional request (no
+	// body was downloaded), or a body whose digest equals the stored one.
 	ChangeUnchanged
-	// ChangeGone: 404 or 410 for a URL that was fetched before. Its state
+	// ChangeGone is a 404 or 410 for a URL that answered before. Its state
 	// is kept and its revisits back off.
 	ChangeGone
 )
@@ -68,7 +68,8 @@ func (ch Change) String() string {
 func (ch Change) MarshalText() ([]byte, error) { return []byte(ch.String()), nil }
 
 // RecrawlPolicy sets how Recrawl schedules revisits. The zero value revisits
-// every known page on every run (MinInterval 0), conditionally.
+// every known page on every run (MinInterval 0), conditionally, with
+// intervals up to DefaultMaxRevisitInterval. Recrawl copies it.
 type RecrawlPolicy struct {
 	// MinInterval is the shortest time between two fetches of a page, and
 	// the first interval of a page fetched for the first time. 0 makes
@@ -98,9 +99,10 @@ const (
 // not implement storage.PageStore, as a Colly storage does not).
 var ErrRecrawlUnsupported = errors.New("magpie: recrawl needs the Recrawl option and a storage.PageStore")
 
-// ErrNotDue is wrapped, beside *AlreadyVisitedError, by the refusal of a
-// link to a page an earlier crawl fetched and that is not due again yet
-// (Stats.Refused[RefusedNotDue]).
+// ErrNotDue is returned (wrapped, beside *AlreadyVisitedError, so that
+// errors.As finds that too) when a link to a page an earlier crawl fetched,
+// and that is not due again yet, is refused; OnRefused hears of it and
+// Stats.Refused[RefusedNotDue] counts it.
 var ErrNotDue = errors.New("not due for a revisit")
 
 // RefusedNotDue is the Stats.Refused reason of links to pages that are not
@@ -155,7 +157,9 @@ type recrawler struct {
 	held   map[string]storage.Page
 }
 
-// RecrawlStats counts the pages of recrawl mode by Change.
+// RecrawlStats counts the pages of recrawl mode by Change, since the
+// Collector was made (Stats.Recrawl is a snapshot; all zero without
+// Recrawl). A page fetched again after a crash or a Stop is counted again.
 type RecrawlStats struct {
 	// New, Changed, Unchanged and Gone count fetches by their Change.
 	New       uint64 `json:"new"`
@@ -185,9 +189,12 @@ func (c *Collector) pageStore(cfg *config) (*recrawler, storage.PageStore, bool)
 
 // DueURLs yields the URLs of the store's pages that are due for a revisit
 // and were not fetched in this session, and takes each one's visited mark
-// off as it is yielded, so that Visit or a queue's AddURL of it is admitted.
-// Stopping the loop early leaves the rest as they are. It fails with
-// ErrRecrawlUnsupported without Recrawl or a storage.PageStore.
+// off as it is yielded, so that Visit or a queue's AddURL of it is admitted:
+// a queue run adds them to its queue before Run (a Visit does so by itself).
+// Stopping the loop early leaves the rest as they are. It fails (yields one
+// error and stops) with ErrRecrawlUnsupported without Recrawl or a
+// storage.PageStore, or with the store's error. Safe for concurrent use; a
+// URL is yielded once per session however often it is called.
 func (c *Collector) DueURLs(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		rc, ps, ok := c.pageStore(c.config())

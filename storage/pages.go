@@ -86,9 +86,11 @@ type LeasePage struct {
 // states their fetches produced in one transaction: after a crash either
 // both are stored or neither, so an entry fetched again after a crash is
 // judged against the state its first fetch was judged against, and
-// reports the same change. sqlitestore and redisstore (one server, not
-// partitioned) implement it. Without it a queue run acknowledges first and
-// stores the states after.
+// reports the same change. sqlitestore implements it with one transaction;
+// redisstore with one script on one server, and on a partitioned frontier
+// (a cluster) as an acknowledgement followed by the states, which no
+// transaction spans. Without it a queue run acknowledges first and stores
+// the states after. Implementations must be safe for concurrent use.
 type PageAcker interface {
 	// AckPages acknowledges the entries of ids, as Queue.Ack does, and
 	// stores the Page of each element of pages whose Lease it

@@ -160,7 +160,10 @@ func crawl(base string, open opener, par int) (map[string]magpie.Change, magpie.
 	}
 	ctx := context.Background()
 	began := time.Now()
-	// A recrawl: the due pages of the store, and the start URL, made due.
+	// A recrawl: the due pages of the store, and the start URL, made due
+	// (queued once).
+	start := base + "/index.html"
+	startDue := false
 	for u, err := range c.DueURLs(ctx) {
 		if err != nil {
 			return nil, magpie.Stats{}, 0, err
@@ -168,13 +171,15 @@ func crawl(base string, open opener, par int) (map[string]magpie.Change, magpie.
 		if err := qu.AddURL(u); err != nil {
 			return nil, magpie.Stats{}, 0, err
 		}
+		startDue = startDue || u == start
 	}
-	start := base + "/index.html"
-	if err := c.MarkDue(start); err != nil {
-		return nil, magpie.Stats{}, 0, err
-	}
-	if err := qu.AddURL(start); err != nil {
-		return nil, magpie.Stats{}, 0, err
+	if !startDue {
+		if err := c.MarkDue(start); err != nil {
+			return nil, magpie.Stats{}, 0, err
+		}
+		if err := qu.AddURL(start); err != nil {
+			return nil, magpie.Stats{}, 0, err
+		}
 	}
 	if err := qu.RunContext(ctx, c); err != nil {
 		return nil, magpie.Stats{}, 0, err
