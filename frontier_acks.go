@@ -304,7 +304,8 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 			req = batch[0].req
 		}
 		if len(ids) > 0 {
-			if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.q.Ack(ctx, ids...) }); err != nil {
+			pages := f.takePages(ids...) // recrawl states, stored with the acks (recrawl.go)
+			if err := f.out.persist(ctx, "ack", req, func(ctx context.Context) error { return f.ackWith(ctx, ids, pages) }); err != nil {
 				f.c.logger.Warn("acknowledging queue entries", "entries", len(ids), "err", err)
 				f.checkUnknownLease(ctx, err)
 			}
@@ -362,9 +363,10 @@ func (f *queueFrontier) storeBatchLinks(ctx context.Context, batch []ackEntry, i
 func (f *queueFrontier) settle(ctx context.Context, id string, req *Request, ack bool) {
 	op := "release"
 	do := func(ctx context.Context) error { return f.q.Release(ctx, id, time.Time{}) }
+	pages := f.takePages(id) // recrawl.go: stored with the ack; a released page is judged again
 	if ack {
 		op = "ack"
-		do = func(ctx context.Context) error { return f.q.Ack(ctx, id) }
+		do = func(ctx context.Context) error { return f.ackWith(ctx, []string{id}, pages) }
 	}
 	if err := f.out.persist(ctx, op, req, do); err != nil {
 		f.c.logger.Warn("settling queue entry", "op", op, "url", logURL(req), "err", err)

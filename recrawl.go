@@ -38,17 +38,17 @@ type Change uint8
 
 // The outcomes of a fetch in recrawl mode.
 const (
-	// ChangeNone: no judgement (see Change).
+	// ChangeNone is no judgement (see Change).
 	ChangeNone Change = iota
-	// ChangeNew: the URL had no stored state; this is its first fetch.
+	// ChangeNew is a URL with no stored state: its first fetch.
 	ChangeNew
-	// ChangeChanged: the body differs from the stored one.
+	// ChangeChanged is a body whose digest differs from the stored one, or
+	// a page answering again after it was gone.
 	ChangeChanged
-	// ChangeUnchanged: the server answered 304 Not Modified to a
-	// conditional request (no body was downloaded), or sent a body whose
-	// digest equals the stored one.
+	// ChangeUnchanged is a 304 Not Modified to a conditional request (no
+	// body was downloaded), or a body whose digest equals the stored one.
 	ChangeUnchanged
-	// ChangeGone: 404 or 410 for a URL that was fetched before. Its state
+	// ChangeGone is a 404 or 410 for a URL that answered before. Its state
 	// is kept and its revisits back off.
 	ChangeGone
 )
@@ -68,7 +68,8 @@ func (ch Change) String() string {
 func (ch Change) MarshalText() ([]byte, error) { return []byte(ch.String()), nil }
 
 // RecrawlPolicy sets how Recrawl schedules revisits. The zero value revisits
-// every known page on every run (MinInterval 0), conditionally.
+// every known page on every run (MinInterval 0), conditionally, with
+// intervals up to DefaultMaxRevisitInterval. Recrawl copies it.
 type RecrawlPolicy struct {
 	// MinInterval is the shortest time between two fetches of a page, and
 	// the first interval of a page fetched for the first time. 0 makes
@@ -98,9 +99,10 @@ const (
 // not implement storage.PageStore, as a Colly storage does not).
 var ErrRecrawlUnsupported = errors.New("magpie: recrawl needs the Recrawl option and a storage.PageStore")
 
-// ErrNotDue is wrapped, beside *AlreadyVisitedError, by the refusal of a
-// link to a page an earlier crawl fetched and that is not due again yet
-// (Stats.Refused[RefusedNotDue]).
+// ErrNotDue is returned (wrapped, beside *AlreadyVisitedError, so that
+// errors.As finds that too) when a link to a page an earlier crawl fetched,
+// and that is not due again yet, is refused; OnRefused hears of it and
+// Stats.Refused[RefusedNotDue] counts it.
 var ErrNotDue = errors.New("not due for a revisit")
 
 // RefusedNotDue is the Stats.Refused reason of links to pages that are not
@@ -148,9 +150,16 @@ type recrawler struct {
 	released sync.Map
 	// counts are Stats.Recrawl's, by Change.
 	counts [len(changeNames)]atomic.Uint64
+	// heldMu guards held: the page states of a queue run's leased entries,
+	// by lease ID, stored when their entries are acknowledged (ackWith) and
+	// dropped when they are released.
+	heldMu sync.Mutex
+	held   map[string]storage.Page
 }
 
-// RecrawlStats counts the pages of recrawl mode by Change.
+// RecrawlStats counts the pages of recrawl mode by Change, since the
+// Collector was made (Stats.Recrawl is a snapshot; all zero without
+// Recrawl). A page fetched again after a crash or a Stop is counted again.
 type RecrawlStats struct {
 	// New, Changed, Unchanged and Gone count fetches by their Change.
 	New       uint64 `json:"new"`
@@ -180,9 +189,12 @@ func (c *Collector) pageStore(cfg *config) (*recrawler, storage.PageStore, bool)
 
 // DueURLs yields the URLs of the store's pages that are due for a revisit
 // and were not fetched in this session, and takes each one's visited mark
-// off as it is yielded, so that Visit or a queue's AddURL of it is admitted.
-// Stopping the loop early leaves the rest as they are. It fails with
-// ErrRecrawlUnsupported without Recrawl or a storage.PageStore.
+// off as it is yielded, so that Visit or a queue's AddURL of it is admitted:
+// a queue run adds them to its queue before Run (a Visit does so by itself).
+// Stopping the loop early leaves the rest as they are. It fails (yields one
+// error and stops) with ErrRecrawlUnsupported without Recrawl or a
+// storage.PageStore, or with the store's error. Safe for concurrent use; a
+// URL is yielded once per session however often it is called.
 func (c *Collector) DueURLs(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		rc, ps, ok := c.pageStore(c.config())
@@ -252,7 +264,7 @@ func (c *Collector) markDueKey(ctx context.Context, cfg *config, key uint64, new
 		return false, nil
 	}
 	fetched := states[0].Fetched
-	if !fetched.Before(rc.since) && (newer.IsZero() || !newer.After(fetched)) {
+	if newer.IsZero() && !fetched.Before(rc.since) || !newer.IsZero() && !newer.After(fetched) {
 		return false, nil
 	}
 	return c.releaseVisited(ctx, rc, key)
@@ -347,6 +359,11 @@ func (c *Collector) recrawlRefusal(req *Request, err error) error {
 	if !ok {
 		return err
 	}
+	if _, revisited := rc.released.Load(req.visitKey); revisited {
+		// Made due in this session: visited by it, whenever its new
+		// state is stored.
+		return err
+	}
 	states, found, gerr := ps.GetPages(req.stdContext(), req.visitKey)
 	if gerr != nil || !found[0] || !states[0].Fetched.Before(rc.since) {
 		return err
@@ -439,7 +456,13 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 	now := time.Now()
 	st.Interval = nextInterval(rv.rc.policy, rv.known, rv.prev.Interval, ch)
 	st.Fetched, st.Due, st.Change = now, now.Add(st.Interval), uint8(ch)
-	if err := rv.store.PutPages(x.ctx, storage.Page{ID: rv.key, State: st}); err != nil {
+	page := storage.Page{ID: rv.key, State: st}
+	if lease := x.req.entry.leaseID; lease != "" {
+		// A queue entry: its state is stored with its acknowledgement, so
+		// a crash before that fetches it again and judges it against the
+		// same state (see queueFrontier.ackWith).
+		rv.rc.hold(lease, page)
+	} else if err := rv.store.PutPages(x.ctx, page); err != nil {
 		x.c.logger.Warn("recrawl: storing page state", "url", x.req.URL.Redacted(), "request_id", x.req.ID, "err", err)
 	}
 	resp.Change = ch
@@ -485,4 +508,68 @@ func digest(b []byte) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return h.Sum64()
+}
+
+// hold keeps the state of a leased entry's page until its entry is settled.
+func (rc *recrawler) hold(lease string, p storage.Page) {
+	rc.heldMu.Lock()
+	defer rc.heldMu.Unlock()
+	if rc.held == nil {
+		rc.held = make(map[string]storage.Page)
+	}
+	rc.held[lease] = p
+}
+
+// takePages removes and returns the page states held for the leases of
+// ids: those of entries being acknowledged, to store with them, or of
+// entries being released, whose pages are fetched and judged again.
+func (f *queueFrontier) takePages(ids ...string) []storage.LeasePage {
+	rc := f.cfg.recrawl
+	if rc == nil {
+		return nil
+	}
+	rc.heldMu.Lock()
+	defer rc.heldMu.Unlock()
+	var out []storage.LeasePage
+	for _, id := range ids {
+		if p, ok := rc.held[id]; ok {
+			out = append(out, storage.LeasePage{Lease: id, Page: p})
+			delete(rc.held, id)
+		}
+	}
+	return out
+}
+
+// ackWith acknowledges the entries of ids and stores the page states their
+// fetches produced: in one transaction when the queue is the page store
+// and a storage.PageAcker (sqlitestore, redisstore on one server), so that
+// after a crash an entry is either done with its state stored or fetched
+// again and judged against the state it was judged against before, with
+// the same Change. Otherwise the entries are acknowledged first and the
+// states stored after: a crash between the two leaves a page its older
+// state, so that a later recrawl reports its change once more, but this
+// one's report stays exact.
+func (f *queueFrontier) ackWith(ctx context.Context, ids []string, pages []storage.LeasePage) error {
+	if len(pages) == 0 {
+		return f.q.Ack(ctx, ids...)
+	}
+	_, ps, ok := f.c.pageStore(f.cfg)
+	if !ok {
+		return f.q.Ack(ctx, ids...)
+	}
+	if pa, isAcker := f.q.(storage.PageAcker); isAcker && any(f.q) == any(ps) {
+		return pa.AckPages(ctx, ids, pages)
+	}
+	err := f.q.Ack(ctx, ids...)
+	if err != nil && !errors.Is(err, storage.ErrUnknownLease) {
+		return err
+	}
+	states := make([]storage.Page, len(pages))
+	for i, p := range pages {
+		states[i] = p.Page
+	}
+	if perr := ps.PutPages(ctx, states...); perr != nil {
+		f.c.logger.Warn("recrawl: storing page states", "pages", len(states), "err", perr)
+	}
+	return err
 }

@@ -297,3 +297,57 @@ func (s *collyOnlyStorage) IsVisited(id uint64) (bool, error) {
 }
 func (s *collyOnlyStorage) Cookies(*url.URL) string     { return "" }
 func (s *collyOnlyStorage) SetCookies(*url.URL, string) {}
+
+// TestRecrawlSitemapLastmod: a sitemap <lastmod> newer than a page's last
+// fetch makes the page due at once, within MinInterval; an older one does
+// not, and the page is refused as not due.
+func TestRecrawlSitemapLastmod(t *testing.T) {
+	site := newChangingSite(t, true, map[string]string{"/": links("/a"), "/a": "<p>a</p>"})
+	store := &storage.InMemoryStorage{}
+	p := RecrawlPolicy{MinInterval: time.Hour}
+	if got, _, _ := recrawlOutcomes(t, site, store, p); got["/a"] != ChangeNew {
+		t.Fatalf("first crawl: /a %q, want new", got["/a"])
+	}
+	for _, tt := range []struct {
+		lastmod string
+		want    Change // ChangeNone: not fetched
+	}{
+		{"2020-01-01", ChangeNone},
+		{time.Now().Add(time.Hour).UTC().Format(time.RFC3339), ChangeUnchanged},
+	} {
+		site.edit("/sitemap.xml", `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>`+
+			site.URL+`/a</loc><lastmod>`+tt.lastmod+`</lastmod></url></urlset>`)
+		c := NewCollector(Recrawl(p))
+		if err := c.SetStorage(store); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		got := map[string]Change{}
+		var refusal error
+		c.OnScraped(func(r *Response) {
+			mu.Lock()
+			got[r.Request.URL.Path] = r.Change
+			mu.Unlock()
+		})
+		c.OnRefused(func(r *Request, err error) {
+			if r.URL.Path == "/a" {
+				mu.Lock()
+				refusal = err
+				mu.Unlock()
+			}
+		})
+		if err := c.VisitSitemap(site.URL + "/sitemap.xml"); err != nil {
+			t.Fatalf("VisitSitemap error = %v", err)
+		}
+		c.Wait()
+		mu.Lock()
+		ch, fetched := got["/a"]
+		mu.Unlock()
+		switch {
+		case tt.want == ChangeNone && (fetched || !errors.Is(refusal, ErrNotDue)):
+			t.Errorf("lastmod %s, older than the fetch: /a fetched %v (%q), refused with %v; want refused as not due", tt.lastmod, fetched, ch, refusal)
+		case tt.want != ChangeNone && ch != tt.want:
+			t.Errorf("lastmod %s, newer than the fetch: /a %q (fetched %v), want %q", tt.lastmod, ch, fetched, tt.want)
+		}
+	}
+}

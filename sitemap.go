@@ -65,6 +65,9 @@ func (c *Collector) VisitSitemap(u string) error {
 	}
 	req.checkRevisit = true
 	req.sitemap = true
+	if cfg := c.config(); cfg.recrawl != nil {
+		c.recrawlVisit(cfg, req) // a start sitemap is read again, as a start URL is
+	}
 	return c.submit(req)
 }
 

@@ -72,6 +72,35 @@ type PageStore interface {
 	DuePages(ctx context.Context, before time.Time) iter.Seq2[Page, error]
 }
 
+// LeasePage is the page state a leased queue entry's fetch produced, to be
+// stored when that lease is acknowledged (PageAcker).
+type LeasePage struct {
+	// Lease is the lease ID of the entry, as Queue.Lease returned it.
+	Lease string
+	// Page is the state to store.
+	Page Page
+}
+
+// PageAcker is implemented by a store that is both the Queue and the
+// PageStore of a crawl and can acknowledge entries and store the page
+// states their fetches produced in one transaction: after a crash either
+// both are stored or neither, so an entry fetched again after a crash is
+// judged against the state its first fetch was judged against, and
+// reports the same change. sqlitestore implements it with one transaction;
+// redisstore with one script on one server, and on a partitioned frontier
+// (a cluster) as an acknowledgement followed by the states, which no
+// transaction spans. Without it a queue run acknowledges first and stores
+// the states after. Implementations must be safe for concurrent use.
+type PageAcker interface {
+	// AckPages acknowledges the entries of ids, as Queue.Ack does, and
+	// stores the Page of each element of pages whose Lease it
+	// acknowledged; a page whose lease is not in ids, or is no longer
+	// held, is not stored. Leases no longer held are reported as Ack
+	// reports them (ErrUnknownLease); the rest are acknowledged all the
+	// same.
+	AckPages(ctx context.Context, ids []string, pages []LeasePage) error
+}
+
 // pageVersion is the first byte of an encoded PageState.
 const pageVersion = 1
 

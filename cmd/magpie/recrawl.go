@@ -75,19 +75,23 @@ func registerRecrawl(c *magpie.Collector) {
 
 // recrawlStarts queues a recrawl's start: every page of the state file that
 // is due, and the start URLs, each made due (always revisited). It reports
-// whether it did. A crawl that is not finished (entries left in its queue)
-// and was given no recrawl flag resumes instead (false). A finished crawl
-// with nothing due, run without a recrawl flag, returns errFinished: it has
-// nothing to do, and the output is not touched.
+// whether it did. A crawl that is not finished (entries left in its queue:
+// a first crawl or a recrawl that was stopped or killed) resumes instead
+// (false), whatever the flags: the same command run again after a kill
+// finishes the recrawl it began, and each page it had finished keeps the
+// change it was reported with, rather than being revisited and found
+// unchanged. A finished crawl with nothing due, run without a recrawl
+// flag, returns errFinished: it has nothing to do, and the output is not
+// touched.
 func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.Store, q *queue.Queue, st *starts, explicit bool) (bool, error) {
 	n, err := store.Len(ctx)
 	if err != nil {
 		return false, fmt.Errorf("--state: %w", err)
 	}
-	if n.Total() > 0 && !explicit {
+	if n.Total() > 0 {
 		return false, nil
 	}
-	due := 0
+	due := map[string]bool{}
 	for u, err := range c.DueURLs(ctx) {
 		if err != nil {
 			return false, fmt.Errorf("--state: %w", err)
@@ -95,9 +99,9 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 		if err := q.AddURL(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}
-		due++
+		due[u] = true
 	}
-	if due == 0 && !explicit {
+	if len(due) == 0 && !explicit {
 		crawled := true
 		for _, u := range st.order {
 			visited, err := c.HasVisited(u)
@@ -111,6 +115,9 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 		}
 	}
 	for _, u := range st.order {
+		if due[u] {
+			continue // queued above: a second entry would be refused as visited
+		}
 		if err := c.MarkDue(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
 		}

@@ -123,6 +123,11 @@ func TestCLIRecrawl(t *testing.T) {
 	if !strings.Contains(second.stderr, "recrawl: 1 new, 2 changed, 1 unchanged, 1 gone") {
 		t.Errorf("second crawl summary lacks the recrawl counts:\n%s", second.stderr)
 	}
+	// The start URL, due like every page, is queued once: no refusal of
+	// it, and links to pages revisited in this run are not "not due".
+	if strings.Contains(second.stderr, "not due for a revisit") || !strings.Contains(second.stderr, ", 0 not due") {
+		t.Errorf("second crawl refused a page revisited in the same run as not due:\n%s", second.stderr)
+	}
 	if n := site.conditionals(); n != 4 {
 		t.Errorf("second crawl sent %d conditional requests, want 4 (/, /a, /b, /c)", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
@@ -157,4 +158,126 @@ func (s *Store) scanShards(ctx context.Context, shards map[string]uint64, cutoff
 		}
 	}
 	return out, nil
+}
+
+var _ storage.PageAcker = (*Store)(nil)
+
+// ackPagesScript is ackScript that also stores page states: KEYS queue,
+// leases, expiry, delayed, then one pages hash per page; ARGV group, the
+// number of ID/token pairs, the pairs, then per page the 0-based index of
+// its pair, its field and its value. A page is stored only when its pair's
+// lease was held and is acknowledged. Returns the indexes of pairs whose
+// lease is not held.
+var ackPagesScript = redis.NewScript(`
+local unknown, acked = {}, {}
+local n = tonumber(ARGV[2])
+for i = 0, n - 1 do
+	local id, tok = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+	local cur = redis.call('HGET', KEYS[2], id)
+	if cur and tok ~= '' and string.sub(cur, 1, #tok + 1) == tok .. ':' then
+		redis.call('XACK', KEYS[1], ARGV[1], id)
+		redis.call('XDEL', KEYS[1], id)
+		redis.call('HDEL', KEYS[2], id)
+		redis.call('ZREM', KEYS[3], id)
+		redis.call('ZREM', KEYS[4], id)
+		acked[i] = true
+	else
+		unknown[#unknown + 1] = i
+	end
+end
+local base = 3 + 2 * n
+for j = 5, #KEYS do
+	local a = base + 3 * (j - 5)
+	if acked[tonumber(ARGV[a])] then
+		redis.call('HSET', KEYS[j], ARGV[a + 1], ARGV[a + 2])
+	end
+end
+return unknown
+`)
+
+// AckPages implements storage.PageAcker. On one server (no Partitions) the
+// entries are acknowledged and the states of those acknowledged stored by
+// one script, which Redis runs whole: a consumer killed meanwhile leaves
+// both or neither. A partitioned frontier (and a cluster) keeps entries
+// and pages in different slots, which no script spans: the entries are
+// acknowledged first and the states of those acknowledged stored after,
+// so a consumer killed between the two leaves a page its older state (a
+// later recrawl reports its change once more; the interrupted one's
+// report stays exact). States are stored only when every partition
+// answered.
+func (s *Store) AckPages(ctx context.Context, ids []string, pages []storage.LeasePage) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if s.parts != nil {
+		return s.ackPagesParts(ctx, ids, pages)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var unknown []string
+	pair := make(map[string]int, len(ids))
+	args := []any{group, 0}
+	for _, id := range ids {
+		sid, tok, ok := parseLeaseID(id)
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		pair[id] = len(pair)
+		args = append(args, sid, tok)
+	}
+	args[1] = len(pair)
+	keys := []string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")}
+	for _, p := range pages {
+		i, ok := pair[p.Lease]
+		if !ok {
+			continue
+		}
+		b, _ := p.Page.State.MarshalBinary() // never fails: the error is encoding.BinaryMarshaler's
+		keys = append(keys, s.pagesKey(p.Page.ID))
+		args = append(args, i, pageField(p.Page.ID), b)
+	}
+	if len(pair) > 0 {
+		bad, err := ackPagesScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return s.wrap("ack", err)
+		}
+		for _, i := range bad {
+			unknown = append(unknown, fmt.Sprintf("%s:%s", args[2+2*i], args[3+2*i]))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("redisstore: ack %q: %w", unknown, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// ackPagesParts is AckPages on a partitioned frontier: acknowledge, then
+// store the states of the leases that were held.
+func (s *Store) ackPagesParts(ctx context.Context, ids []string, pages []storage.LeasePage) error {
+	var mu sync.Mutex
+	notHeld := map[string]bool{}
+	err := s.ackParts(ctx, ids, func(id string) {
+		mu.Lock()
+		notHeld[id] = true
+		mu.Unlock()
+	})
+	if err != nil && !errors.Is(err, storage.ErrUnknownLease) {
+		return err
+	}
+	inIDs := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inIDs[id] = true
+	}
+	var states []storage.Page
+	for _, p := range pages {
+		if inIDs[p.Lease] && !notHeld[p.Lease] {
+			states = append(states, p.Page)
+		}
+	}
+	if perr := s.PutPages(ctx, states...); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
 }

@@ -369,12 +369,20 @@ return unknown
 // ackParts acknowledges leases of several partitions, one script per
 // partition at once. In a cluster an acknowledgement returns once a replica
 // has it: one lost with its master would leave the entry leased to a
-// consumer that no longer holds it until the lease expired.
-func (s *Store) ackParts(ctx context.Context, ids []string) error {
+// consumer that no longer holds it until the lease expired. notHeld, when
+// not nil, is called (from several goroutines) with each ID whose lease
+// was not held.
+func (s *Store) ackParts(ctx context.Context, ids []string, notHeld func(id string)) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	if notHeld == nil {
+		notHeld = func(string) {}
+	}
 	groups, bad := s.groupLeases(ids)
+	for _, id := range bad {
+		notHeld(id)
+	}
 	flag := "0"
 	if s.cluster && !s.noWait {
 		flag = "1"
@@ -382,6 +390,9 @@ func (s *Store) ackParts(ctx context.Context, ids []string) error {
 	return joinParts("ack", eachPart(groups, func(p int, g []string) error {
 		part := s.parts[p]
 		args, unknown := leasePairs(g, flag, group)
+		for _, rest := range unknown {
+			notHeld(fmt.Sprintf("%d/%s", p, rest))
+		}
 		if len(args) > 2 {
 			bad, err := s.durableScript(ctx, partAckScript,
 				[]string{part.key("queue"), part.key("leases"), part.key("expiry"), part.key("delayed")}, args...)
@@ -389,7 +400,9 @@ func (s *Store) ackParts(ctx context.Context, ids []string) error {
 				return s.wrap("ack", err)
 			}
 			for _, i := range bad {
-				unknown = append(unknown, fmt.Sprintf("%d/%s:%s", p, args[2+2*i], args[3+2*i]))
+				id := fmt.Sprintf("%d/%s:%s", p, args[2+2*i], args[3+2*i])
+				unknown = append(unknown, id)
+				notHeld(id)
 			}
 		}
 		if len(unknown) > 0 {

@@ -254,7 +254,7 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 		return err
 	}
 	if s.parts != nil {
-		return s.ackParts(ctx, ids)
+		return s.ackParts(ctx, ids, nil)
 	}
 	if len(ids) == 0 {
 		return nil

@@ -69,23 +69,67 @@ func (s *Store) PutPages(ctx context.Context, pages ...storage.Page) error {
 	if len(pages) == 0 {
 		return nil
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx,
-			"INSERT INTO pages (id, due, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET due = excluded.due, data = excluded.data")
-		if err != nil {
+	err := s.tx(ctx, func(tx *sql.Tx) error { return putPagesIn(ctx, tx, pages) })
+	return s.wrap("put pages", err)
+}
+
+// putPagesIn stores pages within tx.
+func putPagesIn(ctx context.Context, tx *sql.Tx, pages []storage.Page) error {
+	if len(pages) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		"INSERT INTO pages (id, due, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET due = excluded.due, data = excluded.data")
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var buf []byte
+	for _, p := range pages {
+		buf, _ = p.State.AppendBinary(buf[:0]) // never fails: the error is encoding.BinaryAppender's
+		if _, err := stmt.ExecContext(ctx, int64(p.ID), p.State.DueMillis(), buf); err != nil {
 			return err
 		}
-		defer stmt.Close()
-		var buf []byte
-		for _, p := range pages {
-			buf, _ = p.State.AppendBinary(buf[:0]) // never fails: the error is encoding.BinaryAppender's
-			if _, err := stmt.ExecContext(ctx, int64(p.ID), p.State.DueMillis(), buf); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+var _ storage.PageAcker = (*Store)(nil)
+
+// AckPages implements storage.PageAcker: the entries are acknowledged and
+// the states of those acknowledged are stored in one transaction, so a
+// crash leaves both or neither.
+func (s *Store) AckPages(ctx context.Context, ids []string, pages []storage.LeasePage) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	var unknown []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if unknown, err = s.ackIn(ctx, tx, ids); err != nil {
+			return err
 		}
-		return nil
+		return putPagesIn(ctx, tx, ackedPages(ids, unknown, pages))
 	})
-	return s.wrap("put pages", err)
+	return s.ackResult(unknown, err)
+}
+
+// ackedPages returns the pages whose lease is in ids and not in unknown.
+func ackedPages(ids, unknown []string, pages []storage.LeasePage) []storage.Page {
+	acked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		acked[id] = true
+	}
+	for _, id := range unknown {
+		delete(acked, id)
+	}
+	out := make([]storage.Page, 0, len(pages))
+	for _, p := range pages {
+		if acked[p.Lease] {
+			out = append(out, p.Page)
+		}
+	}
+	return out
 }
 
 // DuePages implements storage.PageStore: it reads the due pages in batches

@@ -186,26 +186,39 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	}
 	var unknown []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		unknown = unknown[:0]
-		stmt := tx.StmtContext(ctx, s.ackEntry)
-		for _, id := range ids {
-			seq, token, ok := parseLeaseID(id)
-			if !ok {
-				unknown = append(unknown, id)
-				continue
-			}
-			res, err := stmt.ExecContext(ctx, seq, token)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				unknown = append(unknown, id)
-			}
-		}
-		return nil
+		var err error
+		unknown, err = s.ackIn(ctx, tx, ids)
+		return err
 	})
+	return s.ackResult(unknown, err)
+}
+
+// ackIn deletes the entries of ids within tx and returns the IDs whose
+// lease is not held.
+func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
+	var unknown []string
+	stmt := tx.StmtContext(ctx, s.ackEntry)
+	for _, id := range ids {
+		seq, token, ok := parseLeaseID(id)
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		res, err := stmt.ExecContext(ctx, seq, token)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown, nil
+}
+
+// ackResult is Ack's error for a transaction's outcome.
+func (s *Store) ackResult(unknown []string, err error) error {
 	if err != nil {
 		return s.wrap("ack", err)
 	}

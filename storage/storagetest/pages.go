@@ -20,7 +20,9 @@ import (
 // found, in order, repeats included; PutPages replaces; DuePages yields
 // exactly the pages due by its argument, each once, across more pages than
 // a store reads in one batch, lets the loop write to the store and stop
-// early; a cancelled context and a closed store fail.
+// early; a cancelled context and a closed store fail. A store that is also
+// the Queue and a storage.PageAcker stores with AckPages the pages of the
+// leases it acknowledged, and only those.
 func RunPages(t *testing.T, open func(t *testing.T) storage.PageStore) {
 	t.Helper()
 	tests := []struct {
@@ -34,6 +36,7 @@ func RunPages(t *testing.T, open func(t *testing.T) storage.PageStore) {
 		{"DueWhileWriting", pagesDueWhileWriting},
 		{"Cancelled", pagesCancelled},
 		{"Closed", pagesClosed},
+		{"AckPages", pagesAck},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,5 +264,53 @@ func pagesClosed(t *testing.T, p storage.PageStore) {
 	}
 	if !errors.Is(derr, storage.ErrClosed) {
 		t.Errorf("DuePages after Close yielded error %v, want ErrClosed", derr)
+	}
+}
+
+// pagesAck checks storage.PageAcker: of three pages, the one whose lease is
+// acknowledged is stored; the one of a lease not held, and the one of a
+// lease left out of ids, are not, and that entry stays leased.
+func pagesAck(t *testing.T, p storage.PageStore) {
+	pa, ok := p.(storage.PageAcker)
+	q, isQueue := p.(storage.Queue)
+	if !ok || !isQueue {
+		t.Skipf("%T is not a Queue and a PageAcker", p)
+	}
+	ctx := t.Context()
+	if err := q.Push(ctx, []byte("a"), []byte("b")); err != nil {
+		t.Fatalf("Push error = %v", err)
+	}
+	leased, err := q.Lease(ctx, 2, time.Minute)
+	if err != nil || len(leased) != 2 {
+		t.Fatalf("Lease(2) = %d entries, %v; want 2", len(leased), err)
+	}
+	bogus := leased[0].ID + "0"
+	pages := []storage.LeasePage{
+		{Lease: leased[0].ID, Page: storage.Page{ID: 1, State: samplePage(1)}},
+		{Lease: bogus, Page: storage.Page{ID: 2, State: samplePage(2)}},
+		{Lease: leased[1].ID, Page: storage.Page{ID: 3, State: samplePage(3)}},
+	}
+	if err := pa.AckPages(ctx, []string{leased[0].ID, bogus}, pages); !errors.Is(err, storage.ErrUnknownLease) {
+		t.Errorf("AckPages with a lease not held error = %v, want ErrUnknownLease", err)
+	}
+	states, found, err := p.GetPages(ctx, 1, 2, 3)
+	if err != nil {
+		t.Fatalf("GetPages error = %v", err)
+	}
+	if !found[0] || !samePage(states[0], samplePage(1)) {
+		t.Errorf("page of the acknowledged lease: found %v, %+v; want %+v", found[0], states[0], samplePage(1))
+	}
+	if found[1] || found[2] {
+		t.Errorf("pages of a lease not held and of one not acknowledged stored: found %v", found[1:])
+	}
+	n, err := q.Len(ctx)
+	if err != nil || n.Total() != 1 {
+		t.Errorf("Len after AckPages = %+v, %v; want the unacknowledged entry left", n, err)
+	}
+	if err := pa.AckPages(ctx, []string{leased[1].ID}, nil); err != nil {
+		t.Errorf("AckPages without pages error = %v", err)
+	}
+	if n, err := q.Len(ctx); err != nil || n.Total() != 0 {
+		t.Errorf("Len after the last AckPages = %+v, %v; want 0", n, err)
 	}
 }
