@@ -97,6 +97,7 @@ http {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", cfg, "-e", filepath.Join(dir, "error.log"))
+	dieWithTest(cmd)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 10 * time.Second
