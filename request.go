@@ -120,6 +120,10 @@ type Request struct {
 	// root is the request a retry copy was made from, which a sync Visit
 	// reads its final error from.
 	root *Request
+	// pendingLink is set on a link made by a callback (childAt): nobody
+	// holds it once it is queued, so the in-memory frontier may keep it in
+	// a compact form and build a new Request when it leaves.
+	pendingLink bool
 }
 
 // setFinal records the outcome of attempt: the latest attempt wins, whichever
@@ -280,6 +284,7 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
+	req.pendingLink = true
 	if r.run != nil && r.run.queueMode {
 		req.entry.parent = r
 		defer func() { req.entry.parent = nil }()
