@@ -94,6 +94,7 @@
 //	             recrawl.go         Recrawl: due pages, conditional requests, what changed, the schedule
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue
+//	             flight.go          a request's bookkeeping in flight: run, tries, marks, host's turn, callbacks
 //	             callbacks.go       running user code: registration, panics, the callback mark, guard
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //

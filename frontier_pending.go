@@ -174,23 +174,26 @@ func (p *pendingReq) request() *Request {
 	if h == nil {
 		h = http.Header{}
 	}
-	return &Request{
-		URL:          u,
-		Method:       http.MethodGet,
-		Headers:      &h,
-		Ctx:          p.ctx,
-		Depth:        int(p.depth),
-		ID:           p.id,
-		collector:    o.collector,
-		stdCtx:       o.stdCtx,
-		attempt:      1,
+	r := &Request{
+		URL:       u,
+		Method:    http.MethodGet,
+		Headers:   &h,
+		Ctx:       p.ctx,
+		Depth:     int(p.depth),
+		ID:        p.id,
+		collector: o.collector,
+		stdCtx:    o.stdCtx,
+		parentURL: o.parentURL,
+	}
+	r.parentRun = o.parentRun
+	r.attempt = 1
+	r.flightVisit = flightVisit{
 		visitKey:     p.key,
 		checkRevisit: p.flags&pendingCheckRevisit != 0,
 		marked:       p.flags&pendingMarked != 0,
-		parentRun:    o.parentRun,
-		parentURL:    o.parentURL,
-		robotsUA:     o.robotsUA,
 	}
+	r.robotsUA = o.robotsUA
+	return r
 }
 
 // zero reports whether e is a queue entry of an in-memory crawl: all zero.
