@@ -131,8 +131,8 @@ func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.
 		ID:        c.nextID.Add(1),
 		collector: c,
 		stdCtx:    c.Context,
-		attempt:   1,
 	}
+	req.attempt = 1
 	if h := hdr.Get("Host"); h != "" {
 		req.Host = h
 	}

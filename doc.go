@@ -77,6 +77,7 @@
 //	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
 //	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs
 //	frontier     frontier.go        the frontier interface and the in-memory frontier
+//	             frontier_pending.go  a link waiting in memory: a compact entry, a Request again when it leaves
 //	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
 //	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
@@ -93,6 +94,7 @@
 //	             recrawl.go         Recrawl: due pages, conditional requests, what changed, the schedule
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue
+//	             flight.go          a request's bookkeeping in flight: run, tries, marks, host's turn, callbacks
 //	             callbacks.go       running user code: registration, panics, the callback mark, guard
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //

@@ -294,8 +294,9 @@ func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error
 	head := &Request{
 		URL: &u, Headers: req.Headers, Host: req.Host, Ctx: req.Ctx, Depth: req.Depth,
 		Method: http.MethodHead, ID: req.ID, ProxyURL: f.proxyURL,
-		collector: c, stdCtx: req.stdCtx, attempt: req.attempt, run: req.run, parentRun: req.parentRun,
+		collector: c, stdCtx: req.stdCtx,
 	}
+	head.attempt, head.run, head.parentRun = req.attempt, req.run, req.parentRun
 	hdr := f.header
 	resp := &Response{StatusCode: f.status, Headers: &hdr, Request: head, Ctx: req.Ctx, Body: []byte{}}
 	for _, cb := range cbs.response {

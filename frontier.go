@@ -41,14 +41,17 @@ type frontier interface {
 	close() []*Request
 }
 
-// memFrontier is the default frontier: an in-memory FIFO of *Request (no
-// marshalling, so Context values keep their types) plus a heap of requests
-// that wait for a not-before time (retries).
+// memFrontier is the default frontier: an in-memory FIFO of pending
+// requests (no marshalling, so Context values keep their types; a link waits
+// in a compact form, see frontier_pending.go) plus a heap of requests that
+// wait for a not-before time (retries).
 type memFrontier struct {
 	// mu guards every field below.
-	mu      sync.Mutex
-	ready   []*Request
-	head    int
+	mu    sync.Mutex
+	ready []pendingReq
+	head  int
+	// origins are the latest shared parts of compact links (see originFor).
+	origins [originCache]*pendingOrigin
 	delayed delayHeap
 	count   int // admitted and not finished
 	idleCh  chan struct{}
@@ -93,7 +96,7 @@ func (f *memFrontier) add(req *Request, notBefore time.Time, force bool) error {
 		req.notBefore = notBefore
 		heap.Push(&f.delayed, req)
 	} else {
-		f.ready = append(f.ready, req)
+		f.ready = append(f.ready, f.compact(req))
 	}
 	select {
 	case f.wake <- struct{}{}:
@@ -108,19 +111,19 @@ func (f *memFrontier) take() (*Request, time.Time) {
 	defer f.mu.Unlock()
 	now := f.now()
 	for len(f.delayed) > 0 && !f.delayed[0].notBefore.After(now) {
-		f.ready = append(f.ready, heap.Pop(&f.delayed).(*Request))
+		f.ready = append(f.ready, pendingReq{full: heap.Pop(&f.delayed).(*Request)})
 	}
 	if f.head < len(f.ready) {
-		r := f.ready[f.head]
-		f.ready[f.head] = nil
+		p := f.ready[f.head]
+		f.ready[f.head] = pendingReq{}
 		f.head++
 		if f.head == len(f.ready) {
 			f.ready, f.head = f.ready[:0], 0
 		} else if f.head > 1024 && f.head*2 > len(f.ready) {
-			f.ready = append([]*Request(nil), f.ready[f.head:]...)
+			f.ready = append([]pendingReq(nil), f.ready[f.head:]...)
 			f.head = 0
 		}
-		return r, time.Time{}
+		return p.request(), time.Time{}
 	}
 	if len(f.delayed) > 0 {
 		return nil, f.delayed[0].notBefore
@@ -195,8 +198,12 @@ func (f *memFrontier) close() []*Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	left := append(f.ready[f.head:len(f.ready):len(f.ready)], f.delayed...)
-	f.ready, f.head, f.delayed = nil, 0, nil
+	left := make([]*Request, 0, len(f.ready)-f.head+len(f.delayed))
+	for i := f.head; i < len(f.ready); i++ {
+		left = append(left, f.ready[i].request())
+	}
+	left = append(left, f.delayed...)
+	f.ready, f.head, f.delayed, f.origins = nil, 0, nil, [originCache]*pendingOrigin{}
 	return left
 }
 

@@ -114,13 +114,14 @@ func (f *queueFrontier) queuedRequest(r *Request) *Request {
 	}
 	n := &Request{
 		URL: r.URL, Method: method, Depth: max(r.Depth, 1), Headers: h, Host: r.Host, Ctx: ctx,
-		ID: f.c.nextID.Add(1), collector: f.c, stdCtx: f.c.Context, attempt: 1,
+		ID: f.c.nextID.Add(1), collector: f.c, stdCtx: f.c.Context,
 		bodyBytes: r.bodyBytes,
-		// An entry queued already admitted (a request of the crawl added
-		// again) is leased without a visited check, so it is pushed
-		// without one too.
-		checkRevisit: !r.entry.admitted,
 	}
+	n.attempt = 1
+	// An entry queued already admitted (a request of the crawl added
+	// again) is leased without a visited check, so it is pushed
+	// without one too.
+	n.checkRevisit = !r.entry.admitted
 	n.visitKey = urlkey.RequestKey(method, urlkey.Canonical(r.URL, f.cfg.sortQuery), r.bodyBytes)
 	return n
 }

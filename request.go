@@ -12,12 +12,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
-	"github.com/magpiecrawl/magpie/limits"
 )
 
 // Request is one HTTP request of a crawl, as callbacks see it. Fields may be
@@ -56,89 +53,15 @@ type Request struct {
 	baseURL *url.URL
 	// stdCtx cancels this request's fetch; nil means the collector's context.
 	stdCtx context.Context
-	// attempt counts tries of this request, starting at 1.
-	attempt int
 	// bodyBytes holds the body once read, so that a retry and the visited key can reuse it.
 	bodyBytes []byte
-	// visitKey is the visited-set key; zero until admitted.
-	visitKey uint64
-	// checkRevisit is false for Retry and when AllowURLRevisit applies.
-	checkRevisit bool
-	// err is the request's final error, set before its completion is counted.
-	// Once the request is in flight, finish writes it through setFinal, as
-	// retry copies finish on other goroutines and write their root's err.
-	err error
-	// finalMu guards err and finalAttempt once the request is in flight.
-	finalMu sync.Mutex
-	// finalAttempt is the attempt whose outcome err holds.
-	finalAttempt int
-	// marked is true while this request holds a visited mark it made.
-	marked bool
-	// redirectKeys are visited marks made for redirect targets.
-	redirectKeys []uint64
-	// ticket is the request's limiter claim, set when it leaves the gate.
-	ticket *limits.Ticket
-	// notBefore delays a retried request.
-	notBefore time.Time
-	// sitemap marks a sitemap (or sitemap index) document: its response is
-	// read for URLs instead of going to the callbacks.
-	sitemap bool
-	// sitemapLevel is how many sitemap indexes stand above this sitemap
-	// document (0 for one given to VisitSitemap or named by robots.txt);
-	// see MaxSitemapNesting.
-	sitemapLevel int
-	// sitemapFor, on a sitemap named by a robots.txt, is that robots.txt's
-	// origin: the sitemap may list URLs there too (sitemaps.org
-	// cross-submission). Nested sitemaps inherit it.
-	sitemapFor string
-	// robotsWait, when set, is when the host's unreachable robots.txt will
-	// be fetched again: the request waits until then and is checked again
-	// before it is sent.
-	robotsWait time.Time
 	// parentURL is the URL of the page whose callbacks made this request.
 	parentURL string
-	// running names the callback this request's stage work is in (see
-	// safelyAt), for the report of a callback that never returns.
-	running atomic.Pointer[callbackLabel]
-	// regionGID is the token of the region running this request's callbacks
-	// while they run (see markCallbacksFor), copied to the requests they make
-	// while those are submitted, so that the sync-mode turn knows a nested
-	// callback (see callbackMarks).
-	regionGID atomic.Uint64
-	// finished is set by the first finish of the request: a stage that
-	// abandoned a stuck callback and the callback's late return cannot both
-	// finish it.
-	finished atomic.Bool
-	// run is the run this request is part of, set when it leaves the frontier.
-	run *run
-	// parentRun is the run of the request this one was made from in a callback.
-	parentRun *run
-	// robotsUA is the User-Agent robots.txt was checked for at admission.
-	robotsUA string
-	// entry is the request's queue bookkeeping, used in queue runs only.
-	entry queueEntry
-	// root is the request a retry copy was made from, which a sync Visit
-	// reads its final error from.
-	root *Request
-}
 
-// setFinal records the outcome of attempt: the latest attempt wins, whichever
-// goroutine finishes first (a Retry from OnResponse finishes the copy and the
-// original concurrently).
-func (r *Request) setFinal(attempt int, err error) {
-	r.finalMu.Lock()
-	defer r.finalMu.Unlock()
-	if attempt >= r.finalAttempt {
-		r.err = err
-		r.finalAttempt = attempt
-	}
-}
-
-// finalErr is the error setFinal recorded.
-func (r *Request) finalErr() error {
-	r.finalMu.Lock()
-	defer r.finalMu.Unlock()
-	return r.err
+	// flight is the engine's bookkeeping of this request (flight.go):
+	// run, tries, visited marks, host's turn, sitemap, callbacks, queue
+	// entry. Its fields are promoted.
+	flight
 }
 
 // New returns a request to u with the same Context as r (Colly shares it
@@ -280,6 +203,7 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 	}
 	req.parentRun = r.run
 	req.parentURL = urlString(r)
+	req.pendingLink = true
 	if r.run != nil && r.run.queueMode {
 		req.entry.parent = r
 		defer func() { req.entry.parent = nil }()
@@ -329,16 +253,14 @@ func (r *Request) retryCopy() (*Request, error) {
 		ID:                        r.ID,
 		collector:                 r.collector,
 		stdCtx:                    r.stdCtx,
-		attempt:                   r.attempt + 1,
-		robotsWait:                r.robotsWait,
-		sitemap:                   r.sitemap,
-		sitemapLevel:              r.sitemapLevel,
-		sitemapFor:                r.sitemapFor,
 		bodyBytes:                 body,
-		visitKey:                  r.visitKey,
 		parentURL:                 r.parentURL,
-		root:                      r,
 	}
+	n.attempt = r.attempt + 1
+	n.robotsWait = r.robotsWait
+	n.flightSitemap = r.flightSitemap
+	n.visitKey = r.visitKey
+	n.root = r
 	if r.root != nil {
 		n.root = r.root
 	}
@@ -448,11 +370,12 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		URL: u, Method: method, Depth: sr.Depth, Headers: &h, Host: sr.Host, Ctx: ctx,
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
-		attempt: max(sr.Attempt, 1), checkRevisit: sr.CheckRevisit,
-		marked: sr.Admitted && sr.Marked, parentURL: sr.Parent, sitemap: sr.Sitemap,
-		sitemapLevel: sr.SitemapLevel,
-		sitemapFor:   sr.SitemapFor,
+		parentURL: sr.Parent,
 	}
+	r.attempt = max(sr.Attempt, 1)
+	r.checkRevisit = sr.CheckRevisit
+	r.marked = sr.Admitted && sr.Marked
+	r.flightSitemap = flightSitemap{sitemap: sr.Sitemap, sitemapLevel: sr.SitemapLevel, sitemapFor: sr.SitemapFor}
 	r.entry.admitted = sr.Admitted
 	if sr.Body != nil {
 		r.bodyBytes = sr.Body
