@@ -12,8 +12,22 @@ import (
 // DefaultMaxParked is the Gate capacity used when NewGate gets maxParked <= 0.
 const DefaultMaxParked = 1024
 
+// ParkedPerHost is the room a Gate makes for parked items for each host it
+// keeps state for past the first, on top of its maxParked: a crawl of
+// thousands of hosts with a Delay each needs an item parked for every host
+// whose turn comes, and a fixed capacity below the number of hosts leaves
+// most of them idle while their requests wait behind the full Gate (256
+// items for 2,000 hosts of Delay 200 ms: at most 1,280 of the 10,000
+// starts a second the delays allow). Four items are 4 Delays of a host's
+// work, so the feeder, which serves the frontier in order, can pass over a
+// run of one host's requests before any other host runs dry.
+const ParkedPerHost = 4
+
 // Gate parks items until their host may start another request, so that a
-// waiting request holds no worker. It holds at most maxParked items. Items
+// waiting request holds no worker. It holds at most maxParked items, plus
+// ParkedPerHost for each host past the first whose state it keeps (hosts
+// idle for the Limiter's IdleTimeout are dropped), so that memory stays
+// bounded by the hosts being crawled and a crawl of one host by maxParked. Items
 // of one host come out in Put order; ready hosts take turns. The zero value
 // is a Gate over New() with DefaultMaxParked, like NewGate(nil, 0). Safe for
 // concurrent use. The Gate starts no goroutine; its owner Closes it to wake
@@ -55,7 +69,8 @@ type item[T any] struct {
 }
 
 // NewGate returns a Gate over lim that parks at most maxParked items
-// (<= 0: DefaultMaxParked). A nil lim means New().
+// (<= 0: DefaultMaxParked), plus ParkedPerHost for each host past the
+// first. A nil lim means New().
 func NewGate[T any](lim *Limiter, maxParked int) *Gate[T] {
 	g := &Gate[T]{lim: lim, maxParked: maxParked}
 	g.init()
@@ -86,7 +101,7 @@ func (g *Gate[T]) init() {
 func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 	g.mu.Lock()
 	g.init()
-	for g.parked >= g.maxParked && !g.closed {
+	for g.parked >= g.room() && !g.closed {
 		if g.putWake == nil {
 			g.putWake = make(chan struct{})
 		}
@@ -114,6 +129,8 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 		h.ent, h.ver = g.lim.lookup(key)
 		h.grp = g.groupFor(h.ent)
 		g.hosts[key] = h
+		// The room grew: another Put waiting for it may go on.
+		wake(&g.putWake)
 	}
 	g.seq++
 	h.q.push(item[T]{v: v, seq: g.seq})
@@ -179,6 +196,12 @@ scan:
 			return zero, nil, err
 		}
 	}
+}
+
+// room is how many items the Gate may hold: maxParked, plus ParkedPerHost
+// for each host past the first whose state it keeps; called under mu.
+func (g *Gate[T]) room() int {
+	return g.maxParked + ParkedPerHost*max(len(g.hosts)-1, 0)
 }
 
 // take starts a request to the ready host h, whose next start is gap away
