@@ -119,12 +119,13 @@ func TestGateRoomForManyHosts(t *testing.T) {
 	})
 }
 
-// TestGateRoomPerHost: the Gate holds maxParked items while it knows one
-// host, and ParkedPerHost more for each further host; a Put past that
-// blocks until a Get makes room.
+// TestGateRoomPerHost: the Gate holds maxParked items while one host has
+// items parked, and ParkedPerHost more for each further host that has; a
+// Put past that blocks until a Get makes room.
 func TestGateRoomPerHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := NewGate[req](New(), 2)
+		l := newLimiter(t, nil, &Rule{DomainGlob: "a.com", Delay: time.Hour})
+		g := NewGate[req](l, 2)
 		ctx := t.Context()
 		put := func(host string, n int) {
 			t.Helper()
@@ -133,11 +134,11 @@ func TestGateRoomPerHost(t *testing.T) {
 			}
 		}
 		put("a.com", 0)
-		put("a.com", 1) // full: 2 items, one host
-		if _, _, err := g.Get(ctx); err != nil {
+		if _, _, err := g.Get(ctx); err != nil { // a.com now waits an hour
 			t.Fatalf("Get() error = %v", err)
 		}
-		put("b.com", 0) // a second host: room for 2 + ParkedPerHost
+		put("a.com", 1)
+		put("b.com", 0) // a second host with items parked: room for 2 + ParkedPerHost
 		for i := 1; i < 1+ParkedPerHost; i++ {
 			put("b.com", i)
 		}
@@ -145,15 +146,15 @@ func TestGateRoomPerHost(t *testing.T) {
 			t.Fatalf("Len() = %d, want %d", n, want)
 		}
 		putDone := make(chan error, 1)
-		go func() { putDone <- g.Put(ctx, "a.com", req{"a.com", 2}) }()
+		go func() { putDone <- g.Put(ctx, "c.com", req{"c.com", 0}) }()
 		synctest.Wait()
 		select {
 		case err := <-putDone:
 			t.Fatalf("Put past maxParked + ParkedPerHost returned %v, want it to block", err)
 		default:
 		}
-		if _, _, err := g.Get(ctx); err != nil {
-			t.Fatalf("Get() error = %v", err)
+		if q, _, err := g.Get(ctx); err != nil || q != (req{"b.com", 0}) {
+			t.Fatalf("Get() = %v, %v; want b.com 0", q, err)
 		}
 		synctest.Wait()
 		select {
