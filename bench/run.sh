@@ -200,9 +200,14 @@ IMPLS=${IMPLS:-$default_impls}
 # the limit is too low to run at all.
 broad_nofile() {
 	local want=$((2 * $1 + 4096)) have
-	ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-	have=$(ulimit -n)
+	have=$(ulimit -Sn)
 	[[ $have == unlimited ]] && return 0
+	# The soft limit only: ulimit -n would lower the hard one for good.
+	if ((have < want)); then
+		ulimit -Sn "$want" 2>/dev/null || ulimit -Sn "$(ulimit -Hn)" 2>/dev/null || true
+		have=$(ulimit -Sn)
+		[[ $have == unlimited ]] && return 0
+	fi
 	if ((have < 2048)); then
 		echo "broad: open-file limit $have (hard $(ulimit -Hn)) is too low for $1 hosts; skipped (raise it: ulimit -Hn as root)" >&2
 		return 1
