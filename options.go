@@ -207,7 +207,9 @@ func SortQueryKeys() CollectorOption {
 // least QueueLookahead). Parked
 // requests hold no worker; when the gate is full, requests stay in the
 // frontier (or the queue storage) until one leaves, so memory stays bounded
-// when one slow host dominates the crawl. n <= 0 keeps the default.
+// when one slow host dominates the crawl. A crawl of many hosts gets room
+// for limits.ParkedPerHost more per host past the first, so that every
+// host has a request waiting when its turn comes. n <= 0 keeps the default.
 func MaxParked(n int) CollectorOption {
 	return func(c *Collector) {
 		if n > 0 {

@@ -39,7 +39,8 @@ type Stats struct {
 	// not finished (waiting, parked or in flight); 0 when no crawl runs.
 	Pending int `json:"pending"`
 	// Parked is how many requests wait in the politeness gate for their
-	// host's turn (at most MaxParked).
+	// host's turn (at most MaxParked, plus limits.ParkedPerHost per host
+	// past the first).
 	Parked int `json:"parked"`
 	// Hosts are the hosts of the current crawl with requests in flight or
 	// waiting in the gate, the busiest first, at most 50.

@@ -71,14 +71,17 @@
 # quieter machine.
 #
 # The broad scenario (SCENARIOS=broad, opt-in) crawls a site of
-# $BROAD_HOSTS hosts (a list, default "200 2000"; QUICK: 200), each on its
-# own loopback address of one port (site -loopback) with a robots.txt, and
-# $BROAD_PAGES pages per host (default 50; QUICK: 10), with Delay 200 ms and
+# $BROAD_HOSTS hosts (a list, default "200 2000"; QUICK: 200; HOSTS:PAGES
+# for other pages per host than $BROAD_PAGES, e.g. "200 2000 20000:5"), each
+# on its own loopback address of one port (site -loopback -one-listener)
+# with a robots.txt, and $BROAD_PAGES pages per host (default 50; QUICK: 10),
+# with Delay 200 ms and
 # Parallelism 1 per host and 64 workers, by each crawler of $BROAD_IMPLS
 # (default "raw colly-async magpie-async"; IMPLS does not apply). The ideal
-# is hosts / 200 ms pages/s. A site of more hosts than the open-files limit
-# allows (one listener each, and the crawler's connections) needs ulimit -n
-# raised.
+# is hosts / 200 ms pages/s. Each size raises the open-file limit to
+# 2 × hosts + 4096 when it can (the crawler's idle connections, one per
+# host, and the site's ends of them) and says so when it cannot (bench/broad.sh
+# runs the sizes of issue 29).
 #
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
@@ -190,6 +193,30 @@ IMPLS=${IMPLS:-$default_impls}
 # APPEND=1 keeps the JSON lines of an earlier run (say, another latency) so
 # that one report covers both.
 [[ ${APPEND:-0} == 1 ]] || : >"$JSONL"
+
+# broad_nofile HOSTS — raises the open-file limit for a broad crawl of HOSTS
+# hosts (a connection each kept idle between its turns, in the crawler and
+# in the site) and says so when it cannot; fails, skipping the size, when
+# the limit is too low to run at all.
+broad_nofile() {
+	local want=$((2 * $1 + 4096)) have
+	have=$(ulimit -Sn)
+	[[ $have == unlimited ]] && return 0
+	# The soft limit only: ulimit -n would lower the hard one for good.
+	if ((have < want)); then
+		ulimit -Sn "$want" 2>/dev/null || ulimit -Sn "$(ulimit -Hn)" 2>/dev/null || true
+		have=$(ulimit -Sn)
+		[[ $have == unlimited ]] && return 0
+	fi
+	if ((have < 2048)); then
+		echo "broad: open-file limit $have (hard $(ulimit -Hn)) is too low for $1 hosts; skipped (raise it: ulimit -Hn as root)" >&2
+		return 1
+	fi
+	if ((have < want)); then
+		echo "broad: open-file limit $have < $want for $1 hosts (cannot raise it; hard limit $(ulimit -Hn)): idle pools are capped at half the limit, so some requests dial again" >&2
+	fi
+	return 0
+}
 
 # start_site FLAGS... — starts the site and sets $bases (space separated) and $base (the first).
 start_site() {
@@ -438,12 +465,16 @@ for sc in $SCENARIOS; do
 		# each, 200 ms between a host's request starts, 64 workers: the
 		# ideal is hosts / 200 ms, as long as 64 workers keep up.
 		for hosts in $BROAD_HOSTS; do
-			start_site -hosts "$hosts" -loopback -robots -pages "$BROAD_PAGES" -size 16 -links 10
+			# HOSTS:PAGES sets the pages per host of that size.
+			pages=$BROAD_PAGES
+			[[ $hosts == *:* ]] && { pages=${hosts#*:}; hosts=${hosts%%:*}; }
+			broad_nofile "$hosts" || continue
+			start_site -hosts "$hosts" -loopback -one-listener -robots -pages "$pages" -size 16 -links 10
 			printf '%s\n' $bases | tr '\n' ',' >"$bin/broad-hosts"
 			for run in $(seq "$RUNS"); do
 				for impl in $BROAD_IMPLS; do
 					[[ " $all_impls " == *" $impl "* ]] || continue
-					crawl broad "${hosts}h×${BROAD_PAGES}p delay=200ms hostpar=1 P=64" "$((hosts * 5))" "$run" "$impl" \
+					crawl broad "${hosts}h×${pages}p delay=200ms hostpar=1 P=64" "$((hosts * 5))" "$run" "$impl" \
 						-p 64 -host-par 1 -delay 200ms -robots -hosts "@$bin/broad-hosts"
 				done
 			done

@@ -10,7 +10,7 @@
 //
 // # The life of a request
 //
-//	feeder:     gate.Put(ctx, u.Host, req)   // blocks while maxParked items wait
+//	feeder:     gate.Put(ctx, u.Host, req)   // blocks while the Gate is full (see Gate)
 //	dispatcher: req, t, err := gate.Get(ctx) // only when a worker is free
 //	worker:     download(req); t.Done(limits.Result{...})
 //

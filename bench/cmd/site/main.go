@@ -44,9 +44,12 @@ type config struct {
 	errorRate float64
 	hosts     int
 	loopback  bool // hosts on distinct loopback addresses, one port
-	robots    bool
-	frontier  int // hub mode when > 0: leaves behind the hub pages
-	hubLinks  int
+	// oneListener serves the -loopback hosts from one wildcard listener
+	// rather than one listener per address (an open file each).
+	oneListener bool
+	robots      bool
+	frontier    int // hub mode when > 0: leaves behind the hub pages
+	hubLinks    int
 }
 
 func main() {
@@ -59,6 +62,7 @@ func main() {
 	flag.Float64Var(&cfg.errorRate, "error-rate", 0, "fraction of pages (fixed by the seed) answered with 500")
 	flag.IntVar(&cfg.hosts, "hosts", 1, "number of hosts, each a listener on its own port of 127.0.0.1")
 	flag.BoolVar(&cfg.loopback, "loopback", false, "put the hosts on distinct loopback addresses (127.1.0.1, 127.1.0.2, ...) of one port instead, as the hosts of a broad crawl")
+	flag.BoolVar(&cfg.oneListener, "one-listener", false, "with -loopback: one listener on the wildcard address of a free port serves every host by the loopback address a connection came to (connections to any other address are closed at once), so that tens of thousands of hosts need no open file each")
 	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
 	flag.IntVar(&cfg.frontier, "frontier", 0, "hub mode: serve this many leaf URLs behind hub pages (see hubs.go); 0: the normal site")
 	flag.IntVar(&cfg.hubLinks, "hub-links", 5000, "hub mode: links per hub page")
@@ -82,6 +86,8 @@ func (c config) check() error {
 		return errors.New("-links must be at least 3")
 	case c.hosts < 1:
 		return errors.New("-hosts must be at least 1")
+	case c.oneListener && !c.loopback:
+		return errors.New("-one-listener needs -loopback")
 	case c.loopback && c.hosts > 254*254*126:
 		return errors.New("-loopback allows at most 8,128,616 hosts")
 	case c.errorRate < 0 || c.errorRate > 1:
@@ -100,6 +106,9 @@ func run(cfg config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if cfg.oneListener {
+		return runOneListener(ctx, cfg)
+	}
 	lns := make([]net.Listener, cfg.hosts)
 	bases := make([]string, cfg.hosts)
 	port := "0"
@@ -162,7 +171,10 @@ func loopbackAddr(h int) string {
 type connKey struct{}
 
 // connInfo is per TCP connection; counted is set by its first crawler request.
-type connInfo struct{ counted atomic.Bool }
+type connInfo struct {
+	counted atomic.Bool
+	host    int // -one-listener: the host the connection's address names, -1 for none
+}
 
 // connContext gives each connection a connInfo. A connection is counted
 // once, at its first crawler request, so the connections that fetch /_stats

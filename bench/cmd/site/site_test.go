@@ -186,3 +186,20 @@ func TestLoopbackAddrs(t *testing.T) {
 		seen[a] = h
 	}
 }
+
+// TestLoopbackIndex: -one-listener finds each host from the address a
+// connection was made to, the inverse of loopbackAddr, and no host from an
+// address loopbackAddr never gives.
+func TestLoopbackIndex(t *testing.T) {
+	for _, h := range []int{0, 1, 253, 254, 255, 64515, 64516, 64517, 254*254*126 - 1} {
+		a := netip.MustParseAddr(loopbackAddr(h))
+		if got, ok := loopbackIndex(a); !ok || got != h {
+			t.Errorf("loopbackIndex(%s) = %d, %v; want %d, true", a, got, ok, h)
+		}
+	}
+	for _, s := range []string{"127.0.0.1", "127.1.0.1", "127.1.1.255", "127.127.1.1", "10.1.1.1", "::1"} {
+		if h, ok := loopbackIndex(netip.MustParseAddr(s)); ok {
+			t.Errorf("loopbackIndex(%s) = %d, true; want false", s, h)
+		}
+	}
+}

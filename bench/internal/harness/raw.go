@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/html"
@@ -19,7 +20,13 @@ import (
 // ends when nothing is queued or in flight.
 func Raw(ctx context.Context, cfg Config, n *Counters) error {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 0 // no global cap
+	// No global cap but the open files: a broad crawl keeps a connection
+	// per host, and one idle connection too many fails a dial (EMFILE).
+	tr.MaxIdleConns = 0
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < 1<<20 {
+		tr.MaxIdleConns = int(rl.Cur / 2)
+	}
 	tr.MaxIdleConnsPerHost = max(cfg.P, cfg.HostPar)
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
