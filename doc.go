@@ -85,6 +85,7 @@
 //	gate         limits/            per-host turns (LimitRule), the gate requests wait in
 //	download     fetch.go           the download stage as named steps, and run.download
 //	             http_backend.go    the HTTP client: cookies, proxy, redirect policy, one round trip
+//	             http_backend_unix.go, http_backend_other.go   the open-file limit that sizes the idle pool
 //	             fetcher.go, cache.go, decode.go   the Fetcher hook, CacheDir, body decoding
 //	             archive.go         the Archiver hook: each exchange as it crossed the wire (warc/ writes WARC)
 //	analysis     analyze.go         the response callbacks, then the request is finished

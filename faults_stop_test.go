@@ -100,7 +100,7 @@ func TestNothingStartsAfterStop(t *testing.T) {
 			c := NewCollector(IgnoreRobotsTxt(), Async(), Workers(8), StopGrace(30*time.Second))
 			var stopRet atomic.Bool
 			var lateWrites atomic.Int64
-			tr := newTransport()
+			tr := NewTransport()
 			d := &net.Dialer{}
 			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				cn, err := d.DialContext(ctx, network, addr)

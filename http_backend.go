@@ -90,7 +90,7 @@ func (b *httpBackend) supportsScheme(scheme string) bool {
 
 func newHTTPBackend(sh *shared) *httpBackend {
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List}) // never fails with options
-	b := &httpBackend{sh: sh, own: newTransport()}
+	b := &httpBackend{sh: sh, own: NewTransport()}
 	b.client = &http.Client{
 		Transport:     b.own,
 		Jar:           capJar(jar),
@@ -100,11 +100,15 @@ func newHTTPBackend(sh *shared) *httpBackend {
 	return b
 }
 
-// newTransport tunes the default transport for crawling: many idle
-// connections per host (the standard 2 makes a busy crawl open thousands of
-// connections), an idle pool sized by idleConnBudget rather than per crawl
-// size, and no transparent gzip, since readBody decodes more than gzip.
-func newTransport() *http.Transport {
+// NewTransport returns a new transport tuned as the collector's own is:
+// many idle connections per host (the standard 2 makes a busy crawl open
+// thousands of connections), an idle pool sized for crawls of many hosts
+// (half the process's open-file limit, within 1,024 and 65,536), and no
+// transparent gzip, since the collector decodes bodies itself and a
+// transport that decodes them breaks that. Change what you need (TLS
+// settings, a proxy) and pass it to WithTransport. A transport given to
+// WithTransport is used as it is: Workers does not resize its per-host pool.
+func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = idleConnBudget(openFileLimit())
 	t.MaxIdleConnsPerHost = 128
@@ -292,7 +296,7 @@ func (c *Collector) SetProxyFunc(f ProxyFunc) {
 		if ok {
 			t = t.Clone()
 		} else {
-			t = newTransport()
+			t = NewTransport()
 		}
 		t.Proxy = f
 		cl.Transport = t

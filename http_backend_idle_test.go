@@ -143,7 +143,7 @@ func TestIdleConnBytes(t *testing.T) {
 		}))
 		t.Cleanup(servers[i].Close)
 	}
-	tr := newTransport()
+	tr := NewTransport()
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr}
 	get := func(u string) {

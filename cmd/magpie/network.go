@@ -103,10 +103,7 @@ func trustProxy(ctx context.Context, proxy string) ([]netip.Prefix, error) {
 // insecureTransport is a transport like magpie's own that does not verify
 // certificates (--insecure).
 func insecureTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 1024
-	t.MaxIdleConnsPerHost = 128
-	t.DisableCompression = true                               // magpie decodes bodies itself
+	t := magpie.NewTransport()
 	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // what --insecure asks for
 	return t
 }
