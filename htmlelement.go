@@ -39,7 +39,15 @@ type HTMLElement struct {
 // A nil resp leaves Request and Response nil; a nil n falls back to the
 // first node of s, if any.
 func NewHTMLElementFromSelectionNode(resp *Response, s *goquery.Selection, n *html.Node, idx int) *HTMLElement {
-	e := &HTMLElement{DOM: s, Index: idx, Response: resp}
+	e := &HTMLElement{}
+	e.init(resp, s, n, idx)
+	return e
+}
+
+// init fills e as NewHTMLElementFromSelectionNode fills a new element, for
+// elements the collector cuts from one slab per page and callback.
+func (e *HTMLElement) init(resp *Response, s *goquery.Selection, n *html.Node, idx int) {
+	*e = HTMLElement{DOM: s, Index: idx, Response: resp}
 	if resp != nil {
 		e.Request = resp.Request
 	}
@@ -51,7 +59,6 @@ func NewHTMLElementFromSelectionNode(resp *Response, s *goquery.Selection, n *ht
 		e.Text = nodeText(n)
 		e.attributes = n.Attr
 	}
-	return e
 }
 
 // Attr returns the value of the element's attribute k, or "" if it has none.
