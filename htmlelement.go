@@ -16,6 +16,11 @@ import (
 // is read-only afterwards; its methods only read the document, so several
 // goroutines may call them at once as long as nobody modifies the DOM. The
 // zero value is usable: every helper then reports "nothing found".
+//
+// An element stays valid after its callback returns, with its Request,
+// DOM, attributes and Text: the collector cuts a page's elements from one
+// allocation but never reuses one, so a callback may keep an element (which
+// then keeps the others of its page and callback alive).
 type HTMLElement struct {
 	// Name is the tag name.
 	Name string
