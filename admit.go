@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
@@ -83,12 +84,14 @@ func (c *Collector) submit(req *Request) error {
 // request they were made from, whose token they carry: this is the hot path
 // of a crawl (every link of every page passes here).
 func (c *Collector) submitChild(req *Request) error {
-	cfg := c.config()
 	// A link belongs to its parent's run: a queue run's storage takes it even
 	// while the run stops, and it is admitted for good when leased.
+	var cfg *config
 	if req.parentRun != nil {
 		cfg = req.parentRun.cfg
 		req.entry.deferMark = req.parentRun.queueMode
+	} else {
+		cfg = c.config()
 	}
 	_, err := c.enter(cfg, req)
 	if err != nil {
@@ -101,6 +104,113 @@ func (c *Collector) submitChild(req *Request) error {
 		c.refuseMarked(req, err)
 	}
 	return err
+}
+
+// knownLink refuses a link of parent's page that is already visited without
+// building its Request, when nothing would see that Request: no OnRefused
+// callback, no debug log, no recrawl, and a visited set in memory, where
+// looking a key up costs less than the Request. Most links of a crawl are
+// such (each page is linked from many), so this is the common end of a
+// link, at one allocation: the URL and the error share it. The link must be
+// a GET without body or headers of its own (Request.Visit), and href
+// something urlkey.ResolvePlain reads.
+//
+// knownLink runs the checks admit runs before the visited set, in admit's
+// order; done is false, and nothing was changed, for any link it cannot
+// decide that way, which then goes the whole way through admission, with
+// abs, href resolved, when knownLink got as far (nil otherwise). A
+// concurrent admission of the same URL is decided by the visited set either
+// way: the link is refused here only once its key is in it.
+func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url.URL, done bool, err error) {
+	r := parent.run
+	if r == nil || r.queueMode || r.ctx.Err() != nil {
+		return nil, false, nil
+	}
+	cfg := r.cfg
+	if cfg.recrawl != nil || cfg.allowRevisit || len(c.snapshotCallbacks().refused) > 0 || c.debugEnabled() {
+		return nil, false, nil
+	}
+	st, ok := c.storage().(*storage.InMemoryStorage)
+	if !ok {
+		return nil, false, nil
+	}
+	base := parent.baseURL
+	if base == nil {
+		base = parent.URL
+	}
+	var u url.URL
+	if base == nil || !urlkey.ResolvePlain(base, href, &u) {
+		return nil, false, nil
+	}
+	x := parent.refusedLinks.Load().next()
+	if x == nil {
+		slab := &linkSlab{}
+		x = slab.next()
+		parent.refusedLinks.Store(slab)
+	}
+	x.url = u
+	abs = &x.url
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if ctx.Err() != nil || cfg.checkURL(abs, depth) != nil {
+		return own(abs), false, nil
+	}
+	if isWeb(abs) {
+		ua := cfg.userAgent
+		if h := c.Headers; h != nil {
+			ua = cfg.userAgentOf(*h)
+		}
+		if c.checkRobots(ctx, cfg, abs, ua) != nil {
+			return own(abs), false, nil
+		}
+	}
+	if cfg.maxRequests > 0 && c.requestCount.Load() >= cfg.maxRequests {
+		return own(abs), false, nil // admit says ErrMaxRequests first
+	}
+	if seen, err := st.IsVisited(urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)); err != nil || !seen {
+		return own(abs), false, nil
+	}
+	c.nextID.Add(1) // the ID the Request would have taken
+	c.refusals.add(RefusedVisited)
+	x.err.Destination = abs
+	return abs, true, &x.err
+}
+
+// own copies a URL out of a linkSlab for a link that goes on to be
+// admitted: its Request must not keep the page's slab alive while it waits.
+func own(u *url.URL) *url.URL {
+	n := *u
+	return &n
+}
+
+// visitedLink is a link knownLink refused: its URL and its error, which
+// Request.Visit returns, together.
+type visitedLink struct {
+	url url.URL
+	err AlreadyVisitedError
+}
+
+// linkSlab holds the visitedLinks of one page, so that a refused link costs
+// no allocation of its own. Nothing is reused: an error a callback keeps
+// stays valid (and keeps the slab alive). Callers of next may run at once
+// (a callback's goroutines calling Visit): each slot is taken by one atomic
+// add, and a full slab is replaced by whoever finds it full.
+type linkSlab struct {
+	n     atomic.Int32
+	links [16]visitedLink
+}
+
+// next returns an unused slot of s, or nil when s is nil or full.
+func (s *linkSlab) next() *visitedLink {
+	if s == nil {
+		return nil
+	}
+	if i := s.n.Add(1) - 1; int(i) < len(s.links) {
+		return &s.links[i]
+	}
+	return nil
 }
 
 // newRequest builds a request; on error it still returns a request (with
@@ -122,17 +232,14 @@ func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.
 	if hdr == nil {
 		hdr = c.defaultHeaders()
 	}
-	req := &Request{
-		URL:       u,
-		Method:    method,
-		Headers:   &hdr,
-		Ctx:       ctx,
-		Depth:     depth,
-		ID:        c.nextID.Add(1),
-		collector: c,
-		stdCtx:    c.Context,
-	}
-	req.attempt = 1
+	// The Request and the variable its Headers points to in one allocation.
+	x := &struct {
+		req Request
+		hdr http.Header
+	}{hdr: hdr}
+	req := &x.req
+	req.URL, req.Method, req.Headers, req.Ctx, req.Depth = u, method, &x.hdr, ctx, depth
+	req.ID, req.collector, req.stdCtx, req.attempt = c.nextID.Add(1), c, c.Context, 1
 	if h := hdr.Get("Host"); h != "" {
 		req.Host = h
 	}
@@ -211,7 +318,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			}
 		}
 	}
-	req.visitKey = urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
+	req.visitKey = urlkey.Key(req.Method, req.URL, cfg.sortQuery, req.bodyBytes)
 	if req.entry.deferMark {
 		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.

@@ -156,20 +156,18 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 			setBase(req, href)
 		}
 		for _, cb := range cbs.html {
-			i := 0
-			doc.FindMatcher(cb.matcher).Each(func(_ int, s *goquery.Selection) {
-				for _, n := range s.Nodes {
-					if cb.detached.Load() {
-						return
-					}
-					e := NewHTMLElementFromSelectionNode(resp, s, n, i)
-					if c.debugging() {
-						c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
-					}
-					i++
-					report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+			matched := doc.FindMatcher(cb.matcher).Nodes
+			els := newElements(doc, matched)
+			for i := range matched {
+				if cb.detached.Load() {
+					break
 				}
-			})
+				e := els.at(i, resp)
+				if c.debugging() {
+					c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
+				}
+				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+			}
 		}
 		for _, cb := range cbs.xml {
 			for i, n := range htmlquery.QuerySelectorAll(root, cb.expr) {
@@ -223,18 +221,58 @@ func (c *Collector) runStreamed(cbs *callbacks, resp *Response, page streamPage,
 	if page.hasBase {
 		setBase(req, page.base)
 	}
+	// The matched elements have no document: they share one whose root is
+	// an empty document node (see StreamHTML).
+	doc := goquery.NewDocumentFromNode(&html.Node{Type: html.DocumentNode})
 	for k, cb := range cbs.html {
-		for i, n := range page.matches[k] {
+		els := newElements(doc, page.matches[k])
+		for i := range page.matches[k] {
 			if cb.detached.Load() {
 				break
 			}
-			e := NewHTMLElementFromSelectionNode(resp, goquery.NewDocumentFromNode(n).Selection, n, i)
+			e := els.at(i, resp)
 			if c.debugging() {
 				c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
 			}
 			report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 		}
 	}
+}
+
+// elements are one callback's HTMLElements on one page, with their DOM
+// selections, cut from one slab instead of two or three allocations an
+// element. Nothing is reused: a callback that keeps an element keeps the
+// slab alive, and everything it holds stays valid.
+type elements struct {
+	doc   *goquery.Document
+	nodes []*html.Node
+	slab  []struct {
+		e   HTMLElement
+		sel goquery.Selection
+	}
+}
+
+// newElements makes the slab for the elements of nodes, whose selections
+// belong to doc.
+func newElements(doc *goquery.Document, nodes []*html.Node) *elements {
+	els := &elements{doc: doc, nodes: nodes}
+	els.slab = make([]struct {
+		e   HTMLElement
+		sel goquery.Selection
+	}, len(nodes))
+	return els
+}
+
+// at fills and returns the element of nodes[i] as
+// NewHTMLElementFromSelectionNode would make it from the one-node selection
+// goquery's Each gives: the selection's node slice is nodes[i:i+1], capped
+// so that an append to it copies.
+func (els *elements) at(i int, resp *Response) *HTMLElement {
+	x := &els.slab[i]
+	x.sel = *els.doc.Selection
+	x.sel.Nodes = els.nodes[i : i+1 : i+1]
+	x.e.init(resp, &x.sel, els.nodes[i], i)
+	return &x.e
 }
 
 // analyze is the scheduler's parser: it runs the response callbacks and

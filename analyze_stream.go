@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -79,6 +80,16 @@ type streamer struct {
 	joined map[*html.Node][]byte
 	// name is rawTagName's buffer.
 	name []byte
+	// nodes and attrs are slabs the page's built nodes and their
+	// attributes are cut from, a few allocations a page instead of one or
+	// two an element. Nothing is reused: a callback may keep a node, which
+	// then keeps its slab.
+	nodes []html.Node
+	attrs []html.Attribute
+	// attrBuf gathers a tag's attributes before they go to the slab.
+	attrBuf []html.Attribute
+	// rd reads the page for z.
+	rd bytes.Reader
 	// body is the page; off the offset of the token after the current one.
 	body []byte
 	off  int
@@ -91,8 +102,10 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 	if bytes.IndexByte(body, 0) >= 0 {
 		return page, false // NUL handling differs by insertion mode
 	}
-	s := &streamer{z: html.NewTokenizer(bytes.NewReader(body)), cbs: cbs, tags: tags, body: body}
-	s.stack = make([]sframe, 0, 32)
+	s := streamers.Get().(*streamer)
+	defer s.release()
+	s.rd.Reset(body)
+	s.z, s.cbs, s.tags, s.body = html.NewTokenizer(&s.rd), cbs, tags, body
 	s.out.matches = make([][]*html.Node, len(cbs))
 	for {
 		// As the parser does: CDATA sections only inside foreign content.
@@ -119,6 +132,24 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 			return page, false
 		}
 	}
+}
+
+// streamers are reused from page to page for their own buffers (the open
+// elements, the tag name, the attributes being read, the reader), which die
+// with the page; what a streamer builds for the callbacks (nodes,
+// attributes, matches) is made fresh for each page and never reused.
+var streamers = sync.Pool{New: func() any { return &streamer{stack: make([]sframe, 0, 32)} }}
+
+// release clears s of the page, keeping only its buffers, and returns it
+// to streamers.
+func (s *streamer) release() {
+	// Cleared to their capacity: what a page left there is not kept alive.
+	clear(s.stack[:cap(s.stack)])
+	clear(s.attrBuf[:cap(s.attrBuf)])
+	clear(s.svg[:cap(s.svg)])
+	s.rd.Reset(nil)
+	*s = streamer{stack: s.stack[:0], name: s.name[:0], attrBuf: s.attrBuf[:0], svg: s.svg[:0], rd: s.rd}
+	streamers.Put(s)
 }
 
 // foreign follows the parser inside an <svg>. The svg's elements are not
@@ -340,7 +371,8 @@ func (s *streamer) rawTagName(end bool) []byte {
 // readTag reads a start tag; its attributes only when the element may be
 // built: inside a match, named by a selector, or <base>.
 func (s *streamer) readTag() tag {
-	t := tagOf(s.rawTagName(false))
+	name := s.rawTagName(false)
+	t := tagOf(name)
 	need := s.parent() != nil || t.atom == atom.Base || s.named(t.name)
 	switch t.atom {
 	case atom.Tr, atom.Td, atom.Th:
@@ -351,13 +383,87 @@ func (s *streamer) readTag() tag {
 		return t
 	}
 	t.read = true
-	_, more := s.z.TagName()
-	for more {
+	// TagAttr alone, without TagName first, which only copies the name
+	// again. Attribute keys are never empty, so a nil key means none.
+	s.attrBuf = s.attrBuf[:0]
+	if s.plainAttrs(len(name)) {
+		t.attrs = s.keepAttrs()
+		return t
+	}
+	s.attrBuf = s.attrBuf[:0]
+	for more := true; more; {
 		var k, v []byte
 		k, v, more = s.z.TagAttr()
-		t.attrs = append(t.attrs, html.Attribute{Key: atom.String(k), Val: string(v)})
+		if k == nil {
+			break
+		}
+		s.attrBuf = append(s.attrBuf, html.Attribute{Key: atom.String(k), Val: string(v)})
 	}
+	t.attrs = s.keepAttrs()
 	return t
+}
+
+// plainAttrs reads the current start tag's attributes straight from its raw
+// bytes into attrBuf when they are written plainly: lower-case names of
+// letters, digits, "-", "_", ":" and ".", each alone or with a double-quoted
+// value, separated by white space, no "&" or carriage return anywhere in the
+// tag (so nothing to unescape or convert) and no name twice. The tokenizer
+// reads such a tag the same way; TagAttr would copy each name and value
+// once more before the value's string is made. nameLen is the tag name's
+// length. It reports false, with attrBuf in any state, for anything else.
+func (s *streamer) plainAttrs(nameLen int) bool {
+	raw := s.z.Raw()
+	if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
+		return false
+	}
+	i := 1 + nameLen
+	for {
+		start := i
+		for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\f') {
+			i++
+		}
+		if i >= len(raw) {
+			return false
+		}
+		switch {
+		case raw[i] == '>':
+			return true
+		case raw[i] == '/':
+			return i+2 == len(raw) && raw[i+1] == '>'
+		case i == start:
+			return false // no space before an attribute
+		}
+		k := i
+		for i < len(raw) && plainNameByte(raw[i]) {
+			i++
+		}
+		key := raw[k:i]
+		if len(key) == 0 || i >= len(raw) {
+			return false
+		}
+		var val []byte
+		if raw[i] == '=' {
+			if i+1 >= len(raw) || raw[i+1] != '"' {
+				return false
+			}
+			end := bytes.IndexByte(raw[i+2:], '"')
+			if end < 0 {
+				return false
+			}
+			val = raw[i+2 : i+2+end]
+			i += 3 + end
+		}
+		for _, a := range s.attrBuf {
+			if a.Key == string(key) {
+				return false
+			}
+		}
+		s.attrBuf = append(s.attrBuf, html.Attribute{Key: atom.String(key), Val: string(val)})
+	}
+}
+
+func plainNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == ':' || c == '.'
 }
 
 func (s *streamer) named(name string) bool {
@@ -447,7 +553,34 @@ func (s *streamer) addText(d string) {
 		s.joined[last] = append(b, d...)
 		return
 	}
-	p.AppendChild(&html.Node{Type: html.TextNode, Data: d})
+	n := s.newNode()
+	n.Type, n.Data = html.TextNode, d
+	p.AppendChild(n)
+}
+
+// newNode returns a zero node cut from the page's slab.
+func (s *streamer) newNode() *html.Node {
+	if len(s.nodes) == cap(s.nodes) {
+		s.nodes = make([]html.Node, 0, 16)
+	}
+	s.nodes = s.nodes[:len(s.nodes)+1]
+	return &s.nodes[len(s.nodes)-1]
+}
+
+// keepAttrs moves a tag's attributes from attrBuf to the page's slab, with
+// the capacity of their number, so that an append to one never writes into
+// the next.
+func (s *streamer) keepAttrs() []html.Attribute {
+	k := len(s.attrBuf)
+	if k == 0 {
+		return nil
+	}
+	if cap(s.attrs)-len(s.attrs) < k {
+		s.attrs = make([]html.Attribute, 0, max(32, k))
+	}
+	i := len(s.attrs)
+	s.attrs = append(s.attrs, s.attrBuf...)
+	return s.attrs[i : i+k : i+k]
 }
 
 // insert adds an element for t under the current node and pushes it unless
@@ -467,10 +600,14 @@ func (s *streamer) insert(t tag, void bool) {
 				return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Val, b.Val))
 			})
 		}
-		n = &html.Node{Type: html.ElementNode, DataAtom: t.atom, Data: t.name, Attr: t.attrs}
+		n = s.newNode()
+		n.Type, n.DataAtom, n.Data, n.Attr = html.ElementNode, t.atom, t.name, t.attrs
 		matched := false
 		for i, cb := range s.cbs {
 			if cb.matcher.Match(n) {
+				if s.out.matches[i] == nil {
+					s.out.matches[i] = make([]*html.Node, 0, 16)
+				}
 				s.out.matches[i] = append(s.out.matches[i], n)
 				matched = true
 			}

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 )
 
 // Context carries values from a request to its callbacks and, copied, to the
 // requests that callbacks make with Request.Visit. Unlike Colly, each child
-// request gets its own copy, so siblings never see each other's writes.
+// request gets its own copy, so siblings never see each other's writes. The
+// copy is made on write: a child shares its parent's values until either
+// of them calls Put, so a link costs no copy of a Context nobody changes.
 //
 // The zero value is an empty Context, as NewContext returns. A Context is
 // safe for concurrent use.
@@ -16,8 +19,13 @@ type Context struct {
 	// mu guards m.
 	mu sync.RWMutex
 	// m is made by the first Put: most requests' contexts stay empty, and
-	// every link's Visit clones one.
+	// every link's Visit clones one. While shared is set, other Contexts
+	// may read m too: it is never written again, and the next Put works
+	// on a copy.
 	m map[string]any
+	// shared is set by Clone (on both Contexts, under mu held for reading
+	// by the source) and cleared by the Put that copies m (under mu).
+	shared atomic.Bool
 }
 
 // NewContext returns an empty Context.
@@ -28,8 +36,12 @@ func NewContext() *Context {
 // Put stores value under key, replacing any earlier value.
 func (c *Context) Put(key string, value any) {
 	c.mu.Lock()
-	if c.m == nil {
+	switch {
+	case c.m == nil:
 		c.m = make(map[string]any)
+	case c.shared.Load():
+		c.m = maps.Clone(c.m)
+		c.shared.Store(false)
 	}
 	c.m[key] = value
 	c.mu.Unlock()
@@ -70,14 +82,18 @@ func (c *Context) ForEach(fn func(k string, v any) any) []any {
 	return out
 }
 
-// Clone returns a shallow copy: the map is new, the values are shared.
+// Clone returns a shallow copy: the values are shared, and a Put on either
+// Context does not show in the other.
 func (c *Context) Clone() *Context {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if len(c.m) == 0 {
 		return &Context{}
 	}
-	return &Context{m: maps.Clone(c.m)}
+	c.shared.Store(true)
+	n := &Context{m: c.m}
+	n.shared.Store(true)
+	return n
 }
 
 // Len returns the number of keys.

@@ -111,6 +111,9 @@ type flightCallbacks struct {
 	// abandoned a stuck callback and the callback's late return cannot both
 	// finish it.
 	finished atomic.Bool
+	// refusedLinks is where knownLink cuts the already-visited links of
+	// this request's page from (see linkSlab).
+	refusedLinks atomic.Pointer[linkSlab]
 }
 
 // setFinal records the outcome of attempt: the latest attempt wins, whichever

@@ -16,6 +16,11 @@ import (
 // is read-only afterwards; its methods only read the document, so several
 // goroutines may call them at once as long as nobody modifies the DOM. The
 // zero value is usable: every helper then reports "nothing found".
+//
+// An element stays valid after its callback returns, with its Request,
+// DOM, attributes and Text: the collector cuts a page's elements from one
+// allocation but never reuses one, so a callback may keep an element (which
+// then keeps the others of its page and callback alive).
 type HTMLElement struct {
 	// Name is the tag name.
 	Name string
@@ -39,7 +44,15 @@ type HTMLElement struct {
 // A nil resp leaves Request and Response nil; a nil n falls back to the
 // first node of s, if any.
 func NewHTMLElementFromSelectionNode(resp *Response, s *goquery.Selection, n *html.Node, idx int) *HTMLElement {
-	e := &HTMLElement{DOM: s, Index: idx, Response: resp}
+	e := &HTMLElement{}
+	e.init(resp, s, n, idx)
+	return e
+}
+
+// init fills e as NewHTMLElementFromSelectionNode fills a new element, for
+// elements the collector cuts from one slab per page and callback.
+func (e *HTMLElement) init(resp *Response, s *goquery.Selection, n *html.Node, idx int) {
+	*e = HTMLElement{DOM: s, Index: idx, Response: resp}
 	if resp != nil {
 		e.Request = resp.Request
 	}
@@ -51,7 +64,6 @@ func NewHTMLElementFromSelectionNode(resp *Response, s *goquery.Selection, n *ht
 		e.Text = nodeText(n)
 		e.attributes = n.Attr
 	}
-	return e
 }
 
 // Attr returns the value of the element's attribute k, or "" if it has none.

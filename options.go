@@ -125,11 +125,13 @@ func DetectCharset() CollectorOption {
 // and what ChildText, ChildTexts, ChildAttr, ChildAttrs, ForEach and
 // ForEachWithBreak find under it, are what they would be without the
 // option. What differs is the rest of the document: e.DOM holds only what
-// was matched. An element with no matched element around it is the root of
-// its own document (one inside another match keeps its ancestors up to
-// that one), so Parent, Closest, Siblings, Prev, Next and selectors that
-// must match above that root (such as "div a" where the div encloses e)
-// find nothing. A callback that walks out of its element needs the
+// was matched. An element with no matched element around it has no parent
+// (one inside another match keeps its ancestors up to that one), so Parent,
+// Closest, Siblings, Prev, Next and selectors that must match above it
+// (such as "div a" where the div encloses e) find nothing; and the
+// elements share an empty document, so what goquery matches in the whole
+// document (AddSelector, IndexSelector, the selector forms of After,
+// Append, Before, Prepend, ReplaceWith and Wrap) finds nothing either. A callback that walks out of its element needs the
 // collector without StreamHTML.
 func StreamHTML() CollectorOption {
 	return func(c *Collector) { c.streamHTML = true }

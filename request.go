@@ -178,7 +178,17 @@ func (r *Request) childAt(method, u string, depth int, sitemap bool, body io.Rea
 		c.refusals.fragments.Add(1)
 		return nil
 	}
-	if abs := r.resolve(u); abs != nil {
+	var abs *url.URL
+	if method == http.MethodGet && body == nil && hdr == nil && !sitemap {
+		var done bool
+		if abs, done, err = c.knownLink(r, u, depth); done {
+			return err // already visited: refused without a Request
+		}
+	}
+	if abs == nil {
+		abs = r.resolve(u)
+	}
+	if abs != nil {
 		abs.Fragment, abs.RawFragment = "", ""
 		req, err = c.newRequestURL(abs, method, depth, body, r.Ctx.Clone(), hdr)
 	} else {

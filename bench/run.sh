@@ -178,7 +178,9 @@ if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 	rm -rf "$bin/old/bench"
 	mkdir -p "$bin/old/bench"
 	tar -C "$here" --exclude=results.jsonl -cf - . | tar -x -C "$bin/old/bench"
-	(cd "$bin/old/bench/magpie" && go build -tags magpie_old -o "$bin/crawl-magpie-old" .)
+	# OLD_TAGS: the old tree's build tags; magpie_old leaves out the
+	# StreamHTML crawlers, for a tree from before the option ("" keeps them).
+	(cd "$bin/old/bench/magpie" && go build -tags "${OLD_TAGS-magpie_old}" -o "$bin/crawl-magpie-old" .)
 	all_impls="$all_impls $("$bin/crawl-magpie-old" -list | tr ' ' '\n' | grep '^magpie-' | sed 's/$/@old/' | tr '\n' ' ')"
 fi
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the

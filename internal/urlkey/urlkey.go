@@ -276,6 +276,9 @@ func Parse(s string) (*url.URL, error) {
 // Resolve resolves the link ref against base as a browser would. The
 // fragment is kept.
 func Resolve(base *url.URL, ref string) (*url.URL, error) {
+	if u, ok := resolvePlain(base, ref); ok {
+		return u, nil
+	}
 	if plainRef(ref) {
 		// net/url takes "//::0" as the host "::0", which it cannot write
 		// back: colons in an unbracketed host go to the WHATWG parser.
