@@ -116,8 +116,10 @@ func (cs *crashSite) arm(n int) <-chan struct{} {
 
 // TestCrashResume SIGKILLs crawler processes at several points, one of them
 // random, and checks that a last process finishes the crawl: every page
-// fetched at least once, and twice only if it was leased (in flight) at a
-// kill; the file passes PRAGMA integrity_check.
+// fetched at least once, and once more only for each kill it was leased (in
+// flight) at (a second kill soon after a restart can catch the pages the
+// first one did, as they are taken again first); the file passes PRAGMA
+// integrity_check.
 func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills crawler processes")
@@ -126,7 +128,9 @@ func TestCrashResume(t *testing.T) {
 	// short of the site so every kill lands mid-crawl.
 	first := 1 + rand.IntN(crashPages/2)
 	random := []int{first, 1 + rand.IntN(crashPages-first-200)}
-	for _, kills := range [][]int{{150, 700}, {1, 900, 300}, random} {
+	// {611, 13}: the second kill lands while the first one's pages are
+	// being fetched again (CI once drew that at random).
+	for _, kills := range [][]int{{150, 700}, {1, 900, 300}, {611, 13}, random} {
 		t.Run(fmt.Sprint(kills), func(t *testing.T) { crashResume(t, kills) })
 	}
 }
@@ -145,7 +149,7 @@ func crashResume(t *testing.T, kills []int) {
 		return startHelper(t, "TestHelperCrawler", "MAGPIE_CRASH_DB="+dbPath, "MAGPIE_CRASH_SITE="+srv.URL, "MAGPIE_CRASH_ITEMS="+itemsPath)
 	}
 
-	allowedDup := map[int]bool{}
+	leasedAtKills := map[int]int{} // page → kills it was leased at
 	for _, k := range kills {
 		kill := site.arm(k)
 		cmd, done := start()
@@ -162,7 +166,7 @@ func crashResume(t *testing.T, kills []int) {
 			goto finish
 		}
 		for _, p := range leasedPages(t, dbPath) {
-			allowedDup[p] = true
+			leasedAtKills[p]++
 		}
 	}
 	{
@@ -179,13 +183,11 @@ finish:
 		switch n := site.counts[i]; {
 		case n == 0:
 			t.Errorf("page %d never fetched", i)
-		case n > 1 && !allowedDup[i]:
-			t.Errorf("page %d fetched %d times but was not in flight at a kill", i, n)
-		case n > 2:
-			t.Errorf("page %d fetched %d times, want at most 2", i, n)
+		case n > 1+leasedAtKills[i]:
+			t.Errorf("page %d fetched %d times but was in flight at %d kills, want at most %d fetches", i, n, leasedAtKills[i], 1+leasedAtKills[i])
 		}
 	}
-	t.Logf("kills after %v fetches: %d fetches for %d pages, %d pages in flight at kills", kills, site.total, crashPages, len(allowedDup))
+	t.Logf("kills after %v fetches: %d fetches for %d pages, %d pages in flight at kills", kills, site.total, crashPages, len(leasedAtKills))
 
 	// Every page's item was written: kill -9 lost none (some may repeat).
 	data, err := os.ReadFile(itemsPath)
