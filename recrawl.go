@@ -244,7 +244,7 @@ func (c *Collector) MarkDue(u string) error {
 		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
-	_, err = c.markDueKey(context.Background(), cfg, key, time.Time{})
+	_, err = c.markDueKey(c.storeContext(), cfg, key, time.Time{})
 	return err
 }
 
@@ -343,7 +343,7 @@ func (c *Collector) recrawlSitemapEntry(cfg *config, loc string, lastmod time.Ti
 		return
 	}
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
-	if _, err := c.markDueKey(context.Background(), cfg, key, lastmod); err != nil {
+	if _, err := c.markDueKey(c.storeContext(), cfg, key, lastmod); err != nil {
 		c.logger.Warn("recrawl: sitemap lastmod", "url", p.Redacted(), "err", err)
 	}
 }
@@ -572,4 +572,14 @@ func (f *queueFrontier) ackWith(ctx context.Context, ids []string, pages []stora
 		f.c.logger.Warn("recrawl: storing page states", "pages", len(states), "err", perr)
 	}
 	return err
+}
+
+// storeContext bounds the page store calls of MarkDue and sitemap entries,
+// which take no context of their own: the collector's StdlibContext, so a
+// crawl told to stop does not wait on its store.
+func (c *Collector) storeContext() context.Context {
+	if c.Context != nil {
+		return c.Context
+	}
+	return context.Background()
 }

@@ -625,18 +625,7 @@ func requireChromium(t *testing.T) {
 // that scripts add are followed.
 func TestCLIRender(t *testing.T) {
 	requireChromium(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<html><head><title>home</title></head><body><script>
-			var a = document.createElement("a"); a.href = "/from-script"; a.textContent = "js";
-			document.body.appendChild(a);</script></body></html>`)
-	})
-	mux.HandleFunc("/from-script", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<title>made by script</title>`)
-	})
-	site := httptest.NewServer(mux)
+	site := httptest.NewServer(scriptSite())
 	t.Cleanup(site.Close)
 	for _, tc := range []struct {
 		flags []string
@@ -659,6 +648,23 @@ func TestCLIRender(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptSite serves "/", whose script adds a link to "/from-script": only
+// a crawl that runs scripts finds the second page.
+func scriptSite() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>home</title></head><body><script>
+			var a = document.createElement("a"); a.href = "/from-script"; a.textContent = "js";
+			document.body.appendChild(a);</script></body></html>`)
+	})
+	mux.HandleFunc("/from-script", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>made by script</title>`)
+	})
+	return mux
 }
 
 // Issue 19 point 8: a progress line fits the terminal: at 60 columns it

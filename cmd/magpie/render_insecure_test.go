@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -17,18 +15,7 @@ import (
 // --render alone refuses it as the plain crawl does.
 func TestCLIRenderInsecure(t *testing.T) {
 	requireChromium(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<html><head><title>home</title></head><body><script>
-			var a = document.createElement("a"); a.href = "/from-script"; a.textContent = "js";
-			document.body.appendChild(a);</script></body></html>`)
-	})
-	mux.HandleFunc("/from-script", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<title>made by script</title>`)
-	})
-	site := httptest.NewTLSServer(mux)
+	site := httptest.NewTLSServer(scriptSite())
 	t.Cleanup(site.Close)
 	for _, tc := range []struct {
 		name  string

@@ -238,14 +238,10 @@ func (s *Store) AckPages(ctx context.Context, ids []string, pages []storage.Leas
 		keys = append(keys, s.pagesKey(p.Page.ID))
 		args = append(args, i, pageField(p.Page.ID), b)
 	}
-	if len(pair) > 0 {
-		bad, err := ackPagesScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
-		if err != nil {
-			return s.wrap("ack", err)
-		}
-		for _, i := range bad {
-			unknown = append(unknown, fmt.Sprintf("%s:%s", args[2+2*i], args[3+2*i]))
-		}
+	// The pairs come first after the count; the pages' triples follow them.
+	unknown, err := s.runPairs(ctx, "ack", ackPagesScript, keys, args, 2, unknown)
+	if err != nil {
+		return err
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("redisstore: ack %q: %w", unknown, storage.ErrUnknownLease)
