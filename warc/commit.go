@@ -33,6 +33,7 @@ const (
 type job struct {
 	main, req, meta bytes.Buffer
 	line            cdxLine // the main record's index line, unless target is ""
+	head            []byte  // keeps line.head's buffer across uses
 	kind            gowarc.RecordType
 	hasReq, hasMeta bool
 	truncated       bool
@@ -58,7 +59,7 @@ func (j *job) release() {
 // request record req and the metadata record meta (nil: none) and hands
 // them to the commit loop; line, unless empty, indexes main. It returns
 // once they are in the file.
-func (w *Writer) write(line cdxLine, truncated bool, main, req, meta gowarc.WarcRecord) error {
+func (w *Writer) write(line cdxLine, truncated bool, main, req, meta record) error {
 	j := jobPool.Get().(*job)
 	defer j.release()
 	if err := compress(&j.main, main); err != nil {
@@ -74,7 +75,11 @@ func (w *Writer) write(line cdxLine, truncated bool, main, req, meta gowarc.Warc
 			return err
 		}
 	}
-	j.line, j.kind, j.truncated = line, main.Type(), truncated
+	j.line, j.kind, j.truncated = line, main.kind(), truncated
+	if line.target != "" {
+		j.line.head = line.appendHead(j.head[:0])
+		j.head = j.line.head
+	}
 	j.hasReq, j.hasMeta = req != nil, meta != nil
 
 	w.sendMu.RLock()
@@ -132,14 +137,14 @@ func (w *Writer) commit(batch []*job) (int, error) {
 	}
 	f := w.file
 	members := make([][]byte, 0, 3*len(batch))
-	var idx strings.Builder
+	idx := w.idx[:0]
 	var add Counts
 	end, n := f.size, 0
 	for _, j := range batch {
 		n++
 		if j.line.target != "" {
-			j.line.offset, j.line.length, j.line.filename = end, int64(j.main.Len()), f.name
-			idx.WriteString(j.line.String())
+			idx = append(idx, j.line.head...)
+			idx = appendTail(idx, end, int64(j.main.Len()), f.name)
 		}
 		members = append(members, j.main.Bytes())
 		end += int64(j.main.Len())
@@ -168,7 +173,8 @@ func (w *Writer) commit(batch []*job) (int, error) {
 			break
 		}
 	}
-	if err := f.append(members, idx.String()); err != nil {
+	w.idx = idx
+	if err := f.append(members, idx); err != nil {
 		return n, err
 	}
 	w.mu.Lock()
@@ -186,16 +192,41 @@ func (w *Writer) commit(batch []*job) (int, error) {
 	return n, nil
 }
 
+// record is a record on its way to a file.
+type record interface {
+	kind() gowarc.RecordType
+	blockLen() int64 // < 0: unknown
+	// marshal writes the record, uncompressed.
+	marshal(w io.Writer) error
+}
+
+// gowarcRecord is a record gowarc built.
+type gowarcRecord struct{ gowarc.WarcRecord }
+
+func (r gowarcRecord) kind() gowarc.RecordType { return r.Type() }
+
+func (r gowarcRecord) blockLen() int64 {
+	if n, err := r.ContentLength(); err == nil {
+		return n
+	}
+	return -1
+}
+
+func (r gowarcRecord) marshal(w io.Writer) error {
+	_, _, err := gowarc.NewMarshaler().Marshal(w, r.WarcRecord, 0)
+	return err
+}
+
 // compress writes rec to dst as one gzip member.
-func compress(dst io.Writer, rec gowarc.WarcRecord) error {
+func compress(dst io.Writer, rec record) error {
 	pool := &gzipPool
-	if n, err := rec.ContentLength(); err == nil && n < storeBelow {
+	if n := rec.blockLen(); n >= 0 && n < storeBelow {
 		pool = &storePool
 	}
 	zw := pool.Get().(*copyWriter)
 	defer pool.Put(zw)
 	zw.Reset(dst)
-	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
+	if err := rec.marshal(zw); err != nil {
 		return fmt.Errorf("warc: writing record: %w", err)
 	}
 	return zw.Close()
@@ -247,8 +278,8 @@ func (w *Writer) open() (*warcFile, error) {
 	info, err := w.warcinfo(name)
 	if err == nil {
 		var buf bytes.Buffer
-		if err = compress(&buf, info); err == nil {
-			err = f.append([][]byte{buf.Bytes()}, "")
+		if err = compress(&buf, gowarcRecord{info}); err == nil {
+			err = f.append([][]byte{buf.Bytes()}, nil)
 		}
 		_ = info.Close()
 	}

@@ -2,7 +2,6 @@ package warc
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -52,7 +51,7 @@ func cdxPath(path string) string { return strings.TrimSuffix(path, ".warc.gz") +
 // append writes the gzip members (a member larger than the buffer goes
 // straight to the file), then their index lines. A failed write is cut off
 // again, so the file holds whole records only.
-func (w *warcFile) append(members [][]byte, lines string) error {
+func (w *warcFile) append(members [][]byte, lines []byte) error {
 	var n int64
 	var err error
 	for _, m := range members {
@@ -72,10 +71,10 @@ func (w *warcFile) append(members [][]byte, lines string) error {
 		return fmt.Errorf("warc: writing %s: %w", w.name, err)
 	}
 	w.size += n
-	if lines == "" {
+	if len(lines) == 0 {
 		return nil
 	}
-	if _, err := w.idx.WriteString(lines); err != nil {
+	if _, err := w.idx.Write(lines); err != nil {
 		return fmt.Errorf("warc: writing the index of %s: %w", w.name, err)
 	}
 	return nil
@@ -241,34 +240,55 @@ func wholeMembers(r io.Reader) (int64, error) {
 
 // cdxLine is one line of a CDXJ index (pywb's format).
 type cdxLine struct {
-	target   string
-	date     time.Time
-	mime     string
-	status   int
-	digest   string
-	offset   int64
-	length   int64
-	filename string
+	target string
+	date   time.Time
+	mime   string
+	status int
+	digest [20]byte // the payload's SHA-1; zero: none
+	// head is the line up to the record's place in the file, built by
+	// the worker that archives it (see appendHead).
+	head []byte
 }
 
-func (l cdxLine) String() string {
-	var b bytes.Buffer
-	b.WriteString(surt(l.target))
-	b.WriteByte(' ')
-	b.WriteString(l.date.Format("20060102150405"))
-	b.WriteByte(' ')
-	_, digest, _ := strings.Cut(l.digest, ":")
-	_ = json.NewEncoder(&b).Encode(struct {
-		URL      string `json:"url"`
-		MIME     string `json:"mime"`
-		Status   string `json:"status"`
-		Digest   string `json:"digest,omitempty"`
-		Length   string `json:"length"`
-		Offset   string `json:"offset"`
-		Filename string `json:"filename"`
-	}{l.target, l.mime, strconv.Itoa(l.status), digest, strconv.FormatInt(l.length, 10),
-		strconv.FormatInt(l.offset, 10), l.filename})
-	return b.String()
+// appendHead appends the part of l's line that does not depend on where
+// the record lands: key, date, URL, media type, status and digest.
+func (l *cdxLine) appendHead(b []byte) []byte {
+	b = append(b, surt(l.target)...)
+	b = append(b, ' ')
+	b = l.date.AppendFormat(b, "20060102150405")
+	b = append(b, ` {"url":`...)
+	b = appendJSONString(b, l.target)
+	b = append(b, `,"mime":`...)
+	b = appendJSONString(b, l.mime)
+	b = append(b, `,"status":"`...)
+	b = strconv.AppendInt(b, int64(l.status), 10)
+	b = append(b, '"')
+	if l.digest != ([20]byte{}) {
+		b = append(b, `,"digest":"`...)
+		b = append(b, sha1Label(l.digest)[len("sha1:"):]...)
+		b = append(b, '"')
+	}
+	return b
+}
+
+// appendTail ends a line whose head is written: where its record lies.
+func appendTail(b []byte, offset, length int64, filename string) []byte {
+	b = append(b, `,"length":"`...)
+	b = strconv.AppendInt(b, length, 10)
+	b = append(b, `","offset":"`...)
+	b = strconv.AppendInt(b, offset, 10)
+	b = append(b, `","filename":`...)
+	b = appendJSONString(b, filename)
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, err := json.Marshal(s)
+	if err != nil { // a string always marshals
+		return append(b, `""`...)
+	}
+	return append(b, q...)
 }
 
 // surt is the Sort-friendly URI Reordering Transform of u as pywb keys its

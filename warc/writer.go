@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,11 +37,10 @@ type Writer struct {
 	// recOpts builds warcinfo, resource and metadata records: sha1
 	// digests in base32, as CDXJ and pywb expect, and bodies past 1 MiB
 	// buffered on disk.
-	recOpts, httpOpts, rawOpts []gowarc.WarcRecordOption
+	recOpts, httpOpts []gowarc.WarcRecordOption
 
-	// seenMu guards seen: the first capture of each payload digest.
-	seenMu sync.Mutex
-	seen   map[string]capture
+	// seen is the first capture of each payload digest (nil: NoDedupe).
+	seen *seenIndex
 
 	// sendMu guards closed against the sends on queue: a send holds it for
 	// reading, Close for writing while it closes queue.
@@ -59,15 +60,13 @@ type Writer struct {
 	// loop has returned.
 	file   *warcFile
 	serial int
+	idx    []byte // the index lines of a batch, reused
 
 	// mu guards counts and err.
 	mu     sync.Mutex
 	counts Counts
 	err    error
 }
-
-// capture is what a revisit record refers to.
-type capture struct{ id, uri, date string }
 
 // Counts are the records a Writer wrote, by WARC-Type (revisits apart).
 type Counts struct {
@@ -88,7 +87,7 @@ func New(dir string, opts ...Option) (*Writer, error) {
 		f(&o)
 	}
 	w := &Writer{
-		dir: dir, opts: o, seen: make(map[string]capture),
+		dir: dir, opts: o,
 		queue: make(chan *job, queueLen), done: make(chan struct{}),
 		recOpts: []gowarc.WarcRecordOption{
 			gowarc.WithDefaultDigestAlgorithm("sha1"),
@@ -96,21 +95,17 @@ func New(dir string, opts ...Option) (*Writer, error) {
 			gowarc.WithBufferMaxMemBytes(1 << 20),
 			gowarc.WithRecordIdFunc(newRecordID),
 		},
-		// httpOpts build request and response records, whose digests
-		// digests computes in one pass: the builder checks nothing again.
+		// httpOpts build the response records of revisits, whose digests
+		// digests computed in one pass: the builder checks nothing again.
 		httpOpts: []gowarc.WarcRecordOption{
 			gowarc.WithDefaultDigestAlgorithm("sha1"),
 			gowarc.WithRecordIdFunc(newRecordID),
 			gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
 			gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
 		},
-		// rawOpts build those that are written as they are: the HTTP
-		// block is not parsed a second time (see httpRecord).
-		rawOpts: []gowarc.WarcRecordOption{
-			gowarc.WithDefaultDigestAlgorithm("sha1"),
-			gowarc.WithRecordIdFunc(newRecordID),
-			gowarc.WithNoValidation(),
-		},
+	}
+	if o.dedupe {
+		w.seen = newSeenIndex()
 	}
 	serial, err := recoverDir(dir, o.prefix)
 	if err != nil {
@@ -146,6 +141,9 @@ func (w *Writer) Close() error {
 		if w.file != nil {
 			w.fail(w.file.close())
 			w.file = nil
+		}
+		if w.seen != nil {
+			_ = w.seen.close() // an unlinked scratch file: nothing is lost
 		}
 	})
 	w.mu.Lock()
@@ -194,7 +192,7 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	}
 	date := x.Date.UTC()
 
-	block, payload, err := digests(x.Response.NewReader())
+	block, payload, err := digests(x.Response)
 	if err != nil {
 		return fmt.Errorf("warc: reading the recorded response: %w", err)
 	}
@@ -202,12 +200,13 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	if err != nil {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
+	stamp := date.Format(time.RFC3339Nano)
 	var ref *gowarc.RevisitRef
 	switch {
 	case info.status == http.StatusNotModified:
 		ref = &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1}
-	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.opts.dedupe:
-		if first, dup := w.firstCapture(payload, id, target, date); dup {
+	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.seen != nil:
+		if first, dup := w.seen.first(payload, capture{id: id, uri: target, date: stamp}); dup {
 			ref = &gowarc.RevisitRef{
 				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
 				TargetUri: first.uri, TargetDate: first.date,
@@ -215,53 +214,48 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		}
 	}
 	m := httpMessage{
-		typ: gowarc.Response, msgtype: "response", b: x.Response, id: id,
-		target: target, ip: x.RemoteAddr, date: date, block: block, payload: payload,
-		// A revisit record keeps the response's HTTP header: gowarc must
-		// find where it ends.
-		parse: ref != nil,
+		typ: gowarc.Response, b: x.Response, id: id, target: target, ip: x.RemoteAddr,
+		date: stamp, block: block, payload: payload, truncated: info.truncated,
 	}
-	resp, err := w.httpRecord(m)
-	if err != nil {
-		return err
-	}
-	defer resp.Close()
-	if info.truncated {
-		resp.WarcHeader().Set(gowarc.WarcTruncated, "length")
-	}
-	out := resp
+	var out record = m.raw()
 	if ref != nil {
-		if out, err = resp.ToRevisitRecord(ref); err != nil {
+		// A revisit record keeps the response's HTTP header: gowarc finds
+		// where it ends.
+		resp, err := w.httpRecord(m)
+		if err != nil {
+			return err
+		}
+		defer resp.Close()
+		rev, err := resp.ToRevisitRecord(ref)
+		if err != nil {
 			return fmt.Errorf("warc: revisit record for %s: %w", target, err)
 		}
-		defer out.Close()
+		defer rev.Close()
+		out = gowarcRecord{rev}
 	}
 
-	m = httpMessage{typ: gowarc.Request, msgtype: "request", b: x.Request, target: target, ip: x.RemoteAddr, date: date}
-	if m.block, m.payload, err = digests(x.Request.NewReader()); err != nil {
+	m = httpMessage{typ: gowarc.Request, b: x.Request, target: target, ip: x.RemoteAddr, date: stamp, concurrent: id}
+	if m.block, m.payload, err = digests(x.Request); err != nil {
 		return fmt.Errorf("warc: reading the recorded request: %w", err)
 	}
 	if m.id, err = newRecordID(); err != nil {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
-	req, err := w.httpRecord(m)
-	if err != nil {
-		return err
-	}
-	defer req.Close()
-	req.WarcHeader().SetId(gowarc.WarcConcurrentTo, out.RecordId())
-	var meta gowarc.WarcRecord
-	if w.opts.outlinks && out.Type() == gowarc.Response && info.status/100 == 2 && !info.truncated && isHTML(info.mime) {
+	req := m.raw()
+	var meta record
+	if w.opts.outlinks && out.kind() == gowarc.Response && info.status/100 == 2 && !info.truncated && isHTML(info.mime) {
 		if links := pageLinks(br, x.Response, hreq, target); len(links) > 0 {
-			if meta, err = w.metadataRecord(links, target, out.RecordId(), date); err != nil {
+			rec, err := w.metadataRecord(links, target, id, date)
+			if err != nil {
 				return err
 			}
-			defer meta.Close()
+			defer rec.Close()
+			meta = gowarcRecord{rec}
 		}
 	}
 
 	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload}
-	if out.Type() == gowarc.Revisit {
+	if out.kind() == gowarc.Revisit {
 		line.mime = "warc/revisit"
 	}
 	return w.write(line, info.truncated, out, req, meta)
@@ -302,134 +296,173 @@ func (w *Writer) ArchiveFetched(fr *magpie.FetchRequest, res *magpie.FetchResult
 		return fmt.Errorf("warc: building resource record for %s: %w", target, err)
 	}
 	defer rec.Close()
-	err = w.write(cdxLine{}, false, rec, nil, nil)
+	err = w.write(cdxLine{}, false, gowarcRecord{rec}, nil, nil)
 	w.fail(err)
 	return err
-}
-
-// firstCapture records the payload digest d as archived at target by the
-// record id, or returns the capture that archived it first.
-func (w *Writer) firstCapture(d, id, target string, date time.Time) (capture, bool) {
-	w.seenMu.Lock()
-	defer w.seenMu.Unlock()
-	if c, ok := w.seen[d]; ok {
-		return c, true
-	}
-	w.seen[d] = capture{id: id, uri: target, date: date.Format(time.RFC3339)}
-	return capture{}, false
 }
 
 // httpMessage is a recorded request or response and what its record says
 // of it.
 type httpMessage struct {
-	typ            gowarc.RecordType
-	msgtype        string
-	b              *magpie.WireBytes
-	id, target, ip string
-	date           time.Time
-	block, payload string // digests
-	parse          bool   // let gowarc parse the HTTP block
+	typ                  gowarc.RecordType
+	b                    *magpie.WireBytes
+	id, target, ip, date string
+	concurrent           string // in a request's record: the response's record ID
+	block, payload       [20]byte
+	truncated            bool
 }
 
-// httpRecord builds the request or response record of m. Its digests were
-// computed as the bytes were read once; gowarc is told not to parse the
-// HTTP block again unless m.parse, and gets a buffer of the message's size.
-func (w *Writer) httpRecord(m httpMessage) (gowarc.WarcRecord, error) {
-	opts := w.httpOpts
-	if !m.parse {
-		opts = w.rawOpts
+// raw returns the record of m, written from the recorded message itself.
+// Its digests were computed as the bytes were read once, so neither
+// gowarc's record builder (which would copy the block and parse it again)
+// nor its block reader (which would hash it again) touches them.
+func (m httpMessage) raw() *rawRecord {
+	h := make([]byte, 0, 448+len(m.target))
+	field := func(name, value string) {
+		h = append(h, name...)
+		h = append(h, ": "...)
+		h = append(h, value...)
+		h = append(h, "\r\n"...)
 	}
-	opts = append(opts[:len(opts):len(opts)], gowarc.WithBufferMaxMemBytes(min(max(m.b.Len(), 512), bufferMax)))
+	h = append(h, "WARC/1.1\r\n"...)
+	field(gowarc.WarcType, m.typ.String())
+	field(gowarc.WarcRecordID, "<"+m.id+">")
+	field(gowarc.WarcDate, m.date)
+	field(gowarc.WarcTargetURI, m.target)
+	if m.ip != "" {
+		field(gowarc.WarcIPAddress, m.ip)
+	}
+	if m.concurrent != "" {
+		field(gowarc.WarcConcurrentTo, "<"+m.concurrent+">")
+	}
+	field(gowarc.WarcBlockDigest, sha1Label(m.block))
+	field(gowarc.WarcPayloadDigest, sha1Label(m.payload))
+	if m.truncated {
+		field(gowarc.WarcTruncated, "length")
+	}
+	msgtype := "request"
+	if m.typ == gowarc.Response {
+		msgtype = "response"
+	}
+	field(gowarc.ContentType, "application/http;msgtype="+msgtype)
+	field(gowarc.ContentLength, strconv.FormatInt(m.b.Len(), 10))
+	h = append(h, "\r\n"...)
+	return &rawRecord{typ: m.typ, head: h, b: m.b}
+}
+
+// rawRecord is a request or response record: its WARC header, then the
+// recorded message as its block.
+type rawRecord struct {
+	typ  gowarc.RecordType
+	head []byte
+	b    *magpie.WireBytes
+}
+
+func (r *rawRecord) kind() gowarc.RecordType { return r.typ }
+func (r *rawRecord) blockLen() int64         { return r.b.Len() }
+
+func (r *rawRecord) marshal(w io.Writer) error {
+	if _, err := w.Write(r.head); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r.b.NewReader()); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\r\n\r\n")
+	return err
+}
+
+// httpRecord builds the response record of m with gowarc, which parses its
+// HTTP block (a revisit record keeps its header only), in a buffer of the
+// message's size.
+func (w *Writer) httpRecord(m httpMessage) (gowarc.WarcRecord, error) {
+	opts := append(w.httpOpts[:len(w.httpOpts):len(w.httpOpts)], gowarc.WithBufferMaxMemBytes(min(max(m.b.Len(), 512), bufferMax)))
 	rb := newBuilder(m.typ, opts)
 	rb.AddWarcHeader(gowarc.WarcRecordID, "<"+m.id+">")
-	rb.AddWarcHeader(gowarc.WarcBlockDigest, m.block)
-	rb.AddWarcHeader(gowarc.WarcPayloadDigest, m.payload)
-	// A message in memory is handed over in one Write (bytes.Reader's
-	// WriteTo), without the builder's 32 KiB read buffer.
+	rb.AddWarcHeader(gowarc.WarcBlockDigest, sha1Label(m.block))
+	rb.AddWarcHeader(gowarc.WarcPayloadDigest, sha1Label(m.payload))
 	if _, err := io.Copy(rb, m.b.NewReader()); err != nil {
 		_ = rb.Close()
-		return nil, fmt.Errorf("warc: buffering %s record: %w", m.msgtype, err)
+		return nil, fmt.Errorf("warc: buffering response record: %w", err)
 	}
 	rb.AddWarcHeader(gowarc.WarcTargetURI, m.target)
-	rb.AddWarcHeaderTime(gowarc.WarcDate, m.date)
+	rb.AddWarcHeader(gowarc.WarcDate, m.date)
 	if m.ip != "" {
 		rb.AddWarcHeader(gowarc.WarcIPAddress, m.ip)
 	}
-	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype="+m.msgtype)
+	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
 	rec, _, err := rb.Build()
 	if err != nil {
-		return nil, fmt.Errorf("warc: building %s record for %s: %w", m.msgtype, m.target, err)
+		return nil, fmt.Errorf("warc: building response record for %s: %w", m.target, err)
 	}
-	if m.parse {
-		return rec, nil
-	}
-	return &digested{WarcRecord: rec, block: digestedBlock{Block: rec.Block(), raw: m.b}}, nil
+	return rec, nil
 }
-
-// digested is a record whose block digests were computed as its bytes were
-// read: the marshaler reads the block from the recorded message itself,
-// rather than through gowarc's block reader, which hashes every byte again
-// (a sixth of what archiving cost). Both hold the same bytes.
-type digested struct {
-	gowarc.WarcRecord
-	block digestedBlock
-}
-
-// Block returns the block whose RawBytes reads the recorded message.
-func (d *digested) Block() gowarc.Block { return &d.block }
-
-// digestedBlock is gowarc's block of a digested record, read from raw.
-type digestedBlock struct {
-	gowarc.Block
-	raw *magpie.WireBytes
-}
-
-// RawBytes returns the recorded message's bytes, unhashed.
-func (b *digestedBlock) RawBytes() (io.Reader, error) { return b.raw.NewReader(), nil }
 
 // bufferMax is how much of a record's block gowarc keeps in memory; the
 // rest goes to a temporary file.
 const bufferMax = 1 << 20
 
-// digests returns the sha1 digests (base32) of a recorded HTTP message:
-// of all its bytes (WARC-Block-Digest) and of those after its header
-// (WARC-Payload-Digest), in one pass.
-func digests(r io.Reader) (block, payload string, err error) {
-	hb, hp := sha1.New(), sha1.New()
+// digests returns the SHA-1 sums of a recorded HTTP message: of all its
+// bytes (WARC-Block-Digest) and of those after its header
+// (WARC-Payload-Digest), in one pass over the bytes where they lie.
+func digests(b *magpie.WireBytes) (block, payload [20]byte, err error) {
+	d := digesterPool.Get().(*digester)
+	defer digesterPool.Put(d)
+	d.block.Reset()
+	d.payload.Reset()
+	d.m = 0
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
-	m := 0 // how much of "\r\n\r\n" ends what was read; 4: in the body
-	for {
-		n, rerr := r.Read(*bp)
-		p := (*bp)[:n]
-		hb.Write(p)
-		for i := 0; m < 4 && i < len(p); i++ {
-			switch c := p[i]; {
-			case c == '\r' && m%2 == 0:
-				m++
-			case c == '\n' && m%2 == 1:
-				m++
-			case c == '\r':
-				m = 1
-			default:
-				m = 0
-			}
-			if m == 4 {
-				p = p[i+1:] // the loop ends: m is 4
-			}
+	// A message in memory reaches Write in one call (bytes.Reader's
+	// WriteTo); one in a file through the buffer.
+	if _, err := io.CopyBuffer(d, b.NewReader(), *bp); err != nil {
+		return block, payload, err
+	}
+	d.block.Sum(block[:0])
+	d.payload.Sum(payload[:0])
+	return block, payload, nil
+}
+
+// digester hashes what is written to it twice: all of it, and what follows
+// the first CRLF CRLF.
+type digester struct {
+	block, payload hash.Hash
+	m              int // how much of "\r\n\r\n" ends what was written; 4: in the body
+}
+
+func (d *digester) Write(p []byte) (int, error) {
+	n := len(p)
+	d.block.Write(p)
+	for i := 0; d.m < 4 && i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\r' && d.m%2 == 0:
+			d.m++
+		case c == '\n' && d.m%2 == 1:
+			d.m++
+		case c == '\r':
+			d.m = 1
+		default:
+			d.m = 0
 		}
-		if m == 4 {
-			hp.Write(p)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return "", "", rerr
+		if d.m == 4 {
+			p = p[i+1:] // the loop ends: m is 4
 		}
 	}
-	enc := func(h hash.Hash) string { return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil)) }
-	return enc(hb), enc(hp), nil
+	if d.m == 4 {
+		d.payload.Write(p)
+	}
+	return n, nil
+}
+
+var digesterPool = sync.Pool{New: func() any { return &digester{block: sha1.New(), payload: sha1.New()} }}
+
+// sha1Label is a SHA-1 sum as WARC digest fields and CDXJ have it: "sha1:"
+// and base32.
+func sha1Label(sum [20]byte) string {
+	var b [5 + 32]byte
+	copy(b[:], "sha1:")
+	base32.StdEncoding.Encode(b[5:], sum[:])
+	return string(b[:])
 }
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -520,7 +553,16 @@ func newRecordID() (string, error) {
 	}
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	var s [len("urn:uuid:") + 36]byte
+	n := copy(s[:], "urn:uuid:")
+	for i, part := range [...][]byte{b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]} {
+		if i > 0 {
+			s[n] = '-'
+			n++
+		}
+		n += hex.Encode(s[n:], part)
+	}
+	return string(s[:]), nil
 }
 
 // Option configures a Writer.
