@@ -17,7 +17,9 @@
 // WARC-IP-Address, WARC-Block-Digest and WARC-Payload-Digest (sha1, base32).
 // A 304 becomes a revisit record (profile server-not-modified), and so does
 // a 2xx body identical to one already archived by the Writer (profile
-// identical-payload-digest, referring to the first capture). A body cut by
+// identical-payload-digest, referring to the first capture; the Writer
+// remembers each distinct body in about 25 bytes of memory and keeps the
+// rest of what a revisit refers to in an unlinked temporary file). A body cut by
 // MaxBodySize is marked WARC-Truncated: length. With Outlinks, each HTML
 // page's response is followed by a metadata record of its links.
 //
@@ -28,6 +30,9 @@
 // crawl left open: it keeps every whole record, renames the file and
 // indexes it; the new run writes a new file.
 //
-// The records are built with github.com/nlnwa/gowarc/v3, which is why this
-// is a module of its own: a program that does not archive does not build it.
+// Request and response records are written straight from the recorded
+// bytes, with the digests computed as they were read once; the others
+// (warcinfo, revisit, resource, metadata) are built with
+// github.com/nlnwa/gowarc/v3, which is why this is a module of its own: a
+// program that does not archive does not build it.
 package warc

@@ -94,38 +94,6 @@ func (w *warcFile) close() error {
 	return finishIndex(cdxPath(path), -1)
 }
 
-// finishIndex sorts the index lines written beside a file (keeping only
-// those of records that end within size, unless size < 0) into its CDXJ
-// index, and removes the unsorted one.
-func finishIndex(path string, size int64) error {
-	data, err := os.ReadFile(path + openSuffix)
-	if errors.Is(err, os.ErrNotExist) {
-		data, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("warc: %w", err)
-	}
-	var lines []string
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if line == "" || (size >= 0 && !lineWithin(line, size)) {
-			continue
-		}
-		lines = append(lines, line+"\n")
-	}
-	slices.Sort(lines)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "")), 0o644); err != nil {
-		return fmt.Errorf("warc: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("warc: %w", err)
-	}
-	if err := os.Remove(path + openSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("warc: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
 // lineWithin reports whether an index line's record ends within size.
 func lineWithin(line string, size int64) bool {
 	_, js, ok := strings.Cut(line, " {")
@@ -164,14 +132,29 @@ func recoverDir(dir, prefix string) (int, error) {
 	}
 	serial := 0
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".cdxj-run-") {
+			// A run of an index sort a killed crawl left: the index it was
+			// for is made again from the lines it came from.
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+			continue
+		}
 		m := fileName.FindStringSubmatch(e.Name())
 		if m == nil || m[1] != prefix {
 			continue
 		}
 		n, _ := strconv.Atoi(m[3]) // digits only
 		serial = max(serial, n)
+		path := filepath.Join(dir, strings.TrimSuffix(e.Name(), openSuffix))
 		if m[4] != "" {
-			if err := recoverFile(filepath.Join(dir, strings.TrimSuffix(e.Name(), openSuffix))); err != nil {
+			if err := recoverFile(path); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		// A closed file whose index lines are still unsorted: the crawl
+		// was killed while it sorted them.
+		if _, err := os.Stat(cdxPath(path) + openSuffix); err == nil {
+			if err := finishIndex(cdxPath(path), -1); err != nil {
 				return 0, err
 			}
 		}

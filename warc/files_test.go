@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,62 @@ func TestGuardStaysWithArchiving(t *testing.T) {
 	}
 	if n := s.requests(); n != 0 {
 		t.Errorf("the server saw %d requests", n)
+	}
+}
+
+// TestKilledWhileIndexing checks that a crawl killed after a file was
+// closed but before its index was sorted gets its index from the next New,
+// and that the runs of the interrupted sort are cleaned up.
+func TestKilledWhileIndexing(t *testing.T) {
+	s := newSite(t)
+	dir := t.TempDir()
+	w, err := warc.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector(w.Option(), magpie.IgnoreRobotsTxt())
+	for _, p := range []string{"/a", "/target", "/chunked"} {
+		if err := c.Visit(s.URL + p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := filepath.Glob(filepath.Join(dir, "*.cdxj"))
+	if len(idx) != 1 {
+		t.Fatalf("indexes %v, want 1", idx)
+	}
+	want, err := os.ReadFile(idx[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state a kill during the sort leaves: the lines unsorted (here in
+	// reverse), no index, a run file.
+	lines := strings.SplitAfter(string(want), "\n")
+	slices.Reverse(lines)
+	if err := os.WriteFile(idx[0]+".open", []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(idx[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".cdxj-run-123"), []byte("stale\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	w2, err := warc.New(dir)
+	if err != nil {
+		t.Fatalf("New after a kill during the sort = %v", err)
+	}
+	defer w2.Close()
+	got, err := os.ReadFile(idx[0])
+	if err != nil || string(got) != string(want) {
+		t.Errorf("index after recovery: %q (%v), want %q", got, err, want)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".cdxj*"))
+	open, _ := filepath.Glob(filepath.Join(dir, "*.open"))
+	if len(left)+len(open) != 0 {
+		t.Errorf("left behind: %v %v", left, open)
 	}
 }
