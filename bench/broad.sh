@@ -7,7 +7,11 @@
 # $BROAD_IMPLS (default raw colly-async magpie-async, and magpie-async@old
 # when OLD_REF is set), then the root package's and limits' per-host state
 # tests, which print the bytes a host costs the robots.txt cache and the
-# Gate at 2,000 and 20,000 hosts. The tables go to $OUT (default
+# Gate at 2,000 and 20,000 hosts. Each crawler's pages/s is set against two
+# ideals: hosts ÷ Delay, and the site's simulated crawl of the same links
+# (site -ideal, cmd/site/ideal.go: no fetch time, unlimited workers, a page
+# fetched once linked and its host's Delay allows), with robots.txt one of
+# its host's requests / taking no turn. The tables go to $OUT (default
 # $TMPDIR/magpie-broad.md, not RESULTS.md: paste what is worth keeping), the
 # JSON lines to $JSONL.
 #

@@ -267,8 +267,8 @@ crawl() {
 	[[ -n $res ]] || res="{\"impl\":\"$impl\",\"err\":\"crawl produced no result\"}"
 	local stats
 	stats=$(curl -fsS "$base/_stats")
-	printf '{"scenario":"%s","label":"%s","ideal_pps":%s,"run":%d,"crawl":%s,"site":%s}\n' \
-		"$scenario" "$label" "$ideal" "$run" "$res" "$stats" >>"$JSONL"
+	printf '{"scenario":"%s","label":"%s","ideal_pps":%s,%s"run":%d,"crawl":%s,"site":%s}\n' \
+		"$scenario" "$label" "$ideal" "${crawl_extra:-}" "$run" "$res" "$stats" >>"$JSONL"
 	echo "  $scenario [$label] run $run: $res" >&2
 }
 
@@ -475,6 +475,9 @@ for sc in $SCENARIOS; do
 			broad_nofile "$hosts" || continue
 			start_site -hosts "$hosts" -loopback -one-listener -robots -pages "$pages" -size 16 -links 10
 			printf '%s\n' $bases | tr '\n' ',' >"$bin/broad-hosts"
+			# The ideal with links (cmd/site/ideal.go), robots.txt a turn and free.
+			ideal_flags=(-hosts "$hosts" -robots -pages "$pages" -size 16 -links 10 -ideal "${BROAD_DELAY_MS}ms")
+			crawl_extra="\"ideal_links\":$("$bin/site" "${ideal_flags[@]}"),\"ideal_links_free\":$("$bin/site" "${ideal_flags[@]}" -ideal-robots-free),"
 			for run in $(seq "$RUNS"); do
 				for impl in $BROAD_IMPLS; do
 					[[ " $all_impls " == *" $impl "* ]] || continue
@@ -482,6 +485,7 @@ for sc in $SCENARIOS; do
 						-p 64 -host-par 1 -delay "${BROAD_DELAY_MS}ms" -robots -hosts "@$bin/broad-hosts"
 				done
 			done
+			crawl_extra=""
 		done
 		;;
 	*)

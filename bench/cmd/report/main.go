@@ -21,9 +21,19 @@ type record struct {
 	Scenario string  `json:"scenario"` // throughput, politeness, rate, memory
 	Label    string  `json:"label"`    // the scenario's parameters, e.g. "lat=0ms P=8"
 	IdealPPS float64 `json:"ideal_pps"`
-	Run      int     `json:"run"`
-	Crawl    crawl   `json:"crawl"`
-	Site     site    `json:"site"`
+	// IdealLinks and IdealLinksFree (broad scenario) are the site's
+	// simulated ideal crawl with links (site -ideal; see cmd/site/ideal.go),
+	// robots.txt a turn of its host and free.
+	IdealLinks     idealLinks `json:"ideal_links"`
+	IdealLinksFree idealLinks `json:"ideal_links_free"`
+	Run            int        `json:"run"`
+	Crawl          crawl      `json:"crawl"`
+	Site           site       `json:"site"`
+}
+
+// idealLinks is the part of site -ideal's output the report uses.
+type idealLinks struct {
+	PagesPerS float64 `json:"pages_per_s"`
 }
 
 type crawl struct {
@@ -63,6 +73,8 @@ type row struct {
 	scenario, label, impl string
 	procs                 int // worker processes; 0 when the crawl ran in one
 	ideal                 float64
+	idealLinks            float64 // the ideal with links, robots.txt a turn; 0 if not simulated
+	idealLinksFree        float64 // the same, robots.txt free
 	runs                  int
 	failed                int
 	pages, dups, errs     float64
@@ -127,7 +139,8 @@ func load(r io.Reader) ([]*row, error) {
 }
 
 func summarize(scenario, label, impl string, recs []record) *row {
-	r := &row{scenario: scenario, label: label, impl: impl, ideal: recs[0].IdealPPS, runs: len(recs)}
+	r := &row{scenario: scenario, label: label, impl: impl, ideal: recs[0].IdealPPS, runs: len(recs),
+		idealLinks: recs[0].IdealLinks.PagesPerS, idealLinksFree: recs[0].IdealLinksFree.PagesPerS}
 	med := func(f func(record) float64) float64 {
 		v := make([]float64, len(recs))
 		for i, rec := range recs {
@@ -231,6 +244,14 @@ func ratio(a, b *row) string {
 	return f(a.pps, b.pps) + " / " + f(a.cpu, b.cpu) + " / " + f(a.rss, b.rss)
 }
 
+// share formats a/b to two places, "" when b is 0 (not measured).
+func share(a, b float64) string {
+	if b == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
 var titles = map[string]string{
 	"throughput":  "Throughput",
 	"politeness":  "Politeness (per-host Parallelism 1, Delay; ideal = hosts / Delay)",
@@ -240,7 +261,7 @@ var titles = map[string]string{
 	"cluster":     "One Redis against a Redis Cluster",
 	"issue20":     "Issue 20: every crawler at 0 ms",
 	"issue20-rss": "Issue 20: peak RSS of a long crawl",
-	"broad":       "Broad crawl (a host per loopback address, robots.txt, per-host Parallelism 1, Delay 200 ms; ideal = hosts / Delay)",
+	"broad":       "Broad crawl (a host per loopback address, robots.txt, per-host Parallelism 1, Delay; ideal = hosts / Delay; ideal (links) = the site's simulated crawl with no fetch time, pages fetched as links reveal them, robots.txt a turn of its host / free)",
 }
 
 func write(w io.Writer, rows []*row) error {
@@ -269,6 +290,11 @@ func write(w io.Writer, rows []*row) error {
 			head += " ideal pages/s | site pages/s | min start gap ms | p5 start gap ms | max in flight/host |"
 			sep += "--:|--:|--:|--:|--:|"
 		}
+		broad := sc == "broad"
+		if broad {
+			head += " pages/s ÷ hosts/Delay | ideal (links) pages/s turn / free | pages/s ÷ ideal (links) turn / free |"
+			sep += "--:|--:|--:|"
+		}
 		head += " magpie/Colly pps / CPU / RSS | magpie/raw pps / CPU / RSS |"
 		sep += "---|---|"
 		fmt.Fprintln(bw, head)
@@ -285,6 +311,14 @@ func write(w io.Writer, rows []*row) error {
 				r.label, r.impl, runs, r.pages, r.errs, r.dups, r.wall, r.pps, r.cpu, r.rss, r.allocs, r.conns, r.inflight)
 			if polite {
 				fmt.Fprintf(bw, " %.0f | %.1f | %.1f | %.1f | %.0f |", r.ideal, r.siteRate, r.minGap, r.p05Gap, r.hostInflight)
+			}
+			if broad {
+				var links, vsLinks string
+				if r.idealLinks > 0 {
+					links = fmt.Sprintf("%.0f / %.0f", r.idealLinks, r.idealLinksFree)
+					vsLinks = share(r.pps, r.idealLinks) + " / " + share(r.pps, r.idealLinksFree)
+				}
+				fmt.Fprintf(bw, " %s | %s | %s |", share(r.pps, r.ideal), links, vsLinks)
 			}
 			var vsColly, vsRaw string
 			if _, ok := strings.CutPrefix(r.impl, "magpie-"); ok {

@@ -79,3 +79,35 @@ func TestReportStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestReportBroadIdeals: the broad table shows each crawler's pages/s
+// against hosts ÷ Delay and against the site's simulated ideal with links,
+// robots.txt a turn and free, and leaves the latter empty for a record
+// from before the simulation.
+func TestReportBroadIdeals(t *testing.T) {
+	lines := []string{
+		`{"scenario":"broad","label":"B","ideal_pps":1000,"ideal_links":{"pages_per_s":454.5},"ideal_links_free":{"pages_per_s":666.7},"run":1,"crawl":{"impl":"raw","pages":20000,"pages_per_s":471},"site":{"total":{}}}`,
+		`{"scenario":"broad","label":"B","ideal_pps":1000,"ideal_links":{"pages_per_s":454.5},"ideal_links_free":{"pages_per_s":666.7},"run":1,"crawl":{"impl":"magpie-async","pages":20000,"pages_per_s":433},"site":{"total":{}}}`,
+		`{"scenario":"broad","label":"Old","ideal_pps":1000,"run":1,"crawl":{"impl":"raw","pages":20000,"pages_per_s":500},"site":{"total":{}}}`,
+	}
+	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	var b strings.Builder
+	if err := write(&b, rows); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| pages/s ÷ hosts/Delay | ideal (links) pages/s turn / free | pages/s ÷ ideal (links) turn / free |",
+		"| B | raw | 1 | 20000 |",
+		"| 0.47 | 454 / 667 | 1.04 / 0.71 |",
+		"| 0.43 | 454 / 667 | 0.95 / 0.65 |",
+		"| 0.50 |  |  |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("broad report lacks %q; got:\n%s", want, out)
+		}
+	}
+}

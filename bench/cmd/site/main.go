@@ -66,10 +66,19 @@ func main() {
 	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
 	flag.IntVar(&cfg.frontier, "frontier", 0, "hub mode: serve this many leaf URLs behind hub pages (see hubs.go); 0: the normal site")
 	flag.IntVar(&cfg.hubLinks, "hub-links", 5000, "hub mode: links per hub page")
+	ideal := flag.Duration("ideal", 0, "do not serve: print, as one line of JSON, the makespan and pages/s of an ideal crawl of this site with this per-host Delay (no fetch time, unlimited workers, pages fetched as links reveal them; see ideal.go) and exit")
+	idealRobotsFree := flag.Bool("ideal-robots-free", false, "with -ideal and -robots: robots.txt takes no turn of its host's Delay (raw and Colly); by default it is one of the host's requests (magpie)")
 	flag.Parse()
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "site:", err)
 		os.Exit(2)
+	}
+	if *ideal != 0 || *idealRobotsFree {
+		if err := runIdeal(os.Stdout, cfg, *ideal, *idealRobotsFree); err != nil {
+			fmt.Fprintln(os.Stderr, "site:", err)
+			os.Exit(2)
+		}
+		return
 	}
 	if err := run(cfg); err != nil {
 		log.Fatalf("site: %v", err)
