@@ -41,7 +41,9 @@ import (
 // The crawl starts at t = 0 with host 0's "/". Its makespan is the start of
 // the last request (the last fetch takes no time), so a single host of N
 // pages has a makespan of (N-1)×Delay without robots.txt, N×Delay with it;
-// pages/s is pages ÷ makespan, an upper bound for any crawler's
+// pages/s is pages ÷ makespan, the bound for a crawler that takes each
+// host's pages in the order it found them (a crawler that knew which page
+// unlocks the most hosts could order them better; none does) measured by
 // pages ÷ wall-clock time on the same site and Delay.
 
 // idealResult is what -ideal prints, as one line of JSON.
