@@ -3,6 +3,7 @@ package magpie
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
 )
@@ -294,30 +297,36 @@ func (r *Request) stdContext() context.Context {
 	return context.Background()
 }
 
-// serializableRequest is Marshal's JSON form.
+// serializableRequest is the JSON form of a queue entry, as
+// unmarshalRequest reads it. Marshal writes it by hand (appendEntry) and
+// leaves out what is empty or implied: ID (each process numbers its
+// requests afresh), a Method of GET, empty Ctx, Headers and Host. Entries
+// of earlier versions, which wrote every field, decode the same.
 type serializableRequest struct {
 	URL                       string
-	Method                    string
-	Depth                     int
-	Body                      []byte
-	ID                        uint32
-	Ctx                       map[string]string
-	Headers                   http.Header
-	Host                      string
-	ResponseCharacterEncoding string `json:",omitempty"`
-	Attempt                   int    `json:",omitempty"`
-	CheckRevisit              bool   `json:",omitempty"`
-	Admitted                  bool   `json:",omitempty"`
-	Marked                    bool   `json:",omitempty"`
-	Parent                    string `json:",omitempty"`
-	Sitemap                   bool   `json:",omitempty"`
-	SitemapLevel              int    `json:",omitempty"`
-	SitemapFor                string `json:",omitempty"`
+	Method                    string            `json:",omitempty"`
+	Depth                     int               `json:",omitempty"`
+	Body                      []byte            `json:",omitempty"`
+	ID                        uint32            `json:",omitempty"`
+	Ctx                       map[string]string `json:",omitempty"`
+	Headers                   http.Header       `json:",omitempty"`
+	Host                      string            `json:",omitempty"`
+	ResponseCharacterEncoding string            `json:",omitempty"`
+	Attempt                   int               `json:",omitempty"`
+	CheckRevisit              bool              `json:",omitempty"`
+	Admitted                  bool              `json:",omitempty"`
+	Marked                    bool              `json:",omitempty"`
+	Parent                    string            `json:",omitempty"`
+	Sitemap                   bool              `json:",omitempty"`
+	SitemapLevel              int               `json:",omitempty"`
+	SitemapFor                string            `json:",omitempty"`
 }
 
-// Marshal encodes the request as JSON for a queue: URL, method, depth, body,
-// ID, Context (string values only; others are dropped), headers and host. The
-// body stays readable afterwards.
+// Marshal encodes the request as a JSON object for a queue: URL, method,
+// depth, body, Context (string values only; others are dropped), headers,
+// host and what the engine needs to resume it. Empty fields are left out,
+// and so is the ID, which UnmarshalRequest assigns afresh. The body stays
+// readable afterwards.
 func (r *Request) Marshal() ([]byte, error) {
 	body := r.bodyBytes
 	if body == nil && r.Body != nil {
@@ -329,31 +338,185 @@ func (r *Request) Marshal() ([]byte, error) {
 		r.bodyBytes = b
 		r.Body = bytes.NewReader(b)
 	}
-	ctx := map[string]string{}
-	if r.Ctx != nil {
-		r.Ctx.ForEach(func(k string, v any) any {
-			if s, ok := v.(string); ok {
-				ctx[k] = s
-			}
-			return nil
-		})
-	}
-	var h http.Header
-	if r.Headers != nil {
-		h = *r.Headers
-	}
 	u := ""
 	if r.URL != nil {
 		u = r.URL.String()
 	}
-	return json.Marshal(serializableRequest{
-		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
-		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
-		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.entry.admitted,
-		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
-		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
-	})
+	return r.appendEntry(make([]byte, 0, 48+len(u)+len(r.parentURL)+len(body)*4/3), u, body), nil
 }
+
+// appendEntry appends Marshal's JSON object to b: u is the URL and body the
+// request body, both already read.
+func (r *Request) appendEntry(b []byte, u string, body []byte) []byte {
+	b = append(b, `{"URL":`...)
+	b = appendJSONString(b, u)
+	if r.Method != "" && r.Method != http.MethodGet {
+		b = append(b, `,"Method":`...)
+		b = appendJSONString(b, r.Method)
+	}
+	b = appendJSONInt(b, "Depth", r.Depth)
+	if body != nil {
+		b = append(b, `,"Body":"`...)
+		b = base64.StdEncoding.AppendEncode(b, body)
+		b = append(b, '"')
+	}
+	if r.Ctx != nil && r.Ctx.Len() > 0 {
+		b = appendContext(b, r.Ctx)
+	}
+	if r.Headers != nil && len(*r.Headers) > 0 {
+		b = appendHeaders(b, *r.Headers)
+	}
+	b = appendJSONField(b, "Host", r.Host)
+	b = appendJSONField(b, "ResponseCharacterEncoding", r.ResponseCharacterEncoding)
+	b = appendJSONInt(b, "Attempt", r.attempt)
+	b = appendJSONBool(b, "CheckRevisit", r.checkRevisit)
+	b = appendJSONBool(b, "Admitted", r.entry.admitted)
+	b = appendJSONBool(b, "Marked", r.marked)
+	b = appendJSONField(b, "Parent", r.parentURL)
+	b = appendJSONBool(b, "Sitemap", r.sitemap)
+	b = appendJSONInt(b, "SitemapLevel", r.sitemapLevel)
+	b = appendJSONField(b, "SitemapFor", r.sitemapFor)
+	return append(b, '}')
+}
+
+// appendContext appends ctx's string values as the "Ctx" object, keys sorted.
+func appendContext(b []byte, ctx *Context) []byte {
+	type pair struct{ k, v string }
+	var kv []pair
+	ctx.ForEach(func(k string, v any) any {
+		if s, ok := v.(string); ok {
+			kv = append(kv, pair{k, s})
+		}
+		return nil
+	})
+	if len(kv) == 0 {
+		return b
+	}
+	slices.SortFunc(kv, func(x, y pair) int { return strings.Compare(x.k, y.k) })
+	b = append(b, `,"Ctx":{`...)
+	for i, p := range kv {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, p.k)
+		b = append(b, ':')
+		b = appendJSONString(b, p.v)
+	}
+	return append(b, '}')
+}
+
+// appendHeaders appends h as the "Headers" object, keys sorted; a nil value
+// list is null, as encoding/json writes it.
+func appendHeaders(b []byte, h http.Header) []byte {
+	b = append(b, `,"Headers":{`...)
+	for i, k := range slices.Sorted(maps.Keys(h)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		vs := h[k]
+		if vs == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, '[')
+		for j, v := range vs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendJSONField appends ,"name":"v" unless v is empty.
+func appendJSONField(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendJSONString(b, v)
+}
+
+// appendJSONInt appends ,"name":n unless n is 0.
+func appendJSONInt(b []byte, name string, n int) []byte {
+	if n == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, int64(n), 10)
+}
+
+// appendJSONBool appends ,"name":true when v is set.
+func appendJSONBool(b []byte, name string, v bool) []byte {
+	if !v {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	return append(b, `":true`...)
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json writes it, so that decoding and encoding again
+// gives the same bytes.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			// Valid JSON, but not valid JavaScript; encoding/json escapes them too.
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
 
 func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	var sr serializableRequest

@@ -1,12 +1,15 @@
 package magpie
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,5 +312,106 @@ func TestBrowserStyleHrefsAreCrawled(t *testing.T) {
 	}
 	if len(refused) != 0 || c.Stats().FragmentLinks != 1 {
 		t.Errorf("refusals %v, fragment links %d; want none and 1", refused, c.Stats().FragmentLinks)
+	}
+}
+
+// TestMarshalCompact checks that a queue entry carries only what is set:
+// no ID, no Method for a GET, no empty Context, headers, host or body.
+func TestMarshalCompact(t *testing.T) {
+	r := &Request{URL: mustParse(t, "http://h/p?a=1&b=2"), Method: http.MethodGet, Depth: 1, Ctx: NewContext(), Headers: &http.Header{}, ID: 77}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://h/p?a=1&b=2","Depth":1}`; string(b) != want {
+		t.Errorf("Marshal() = %s, want %s", b, want)
+	}
+	// A request of the crawl keeps its bookkeeping.
+	r.Method = http.MethodPost
+	r.bodyBytes = []byte{}
+	r.checkRevisit, r.entry.admitted, r.marked, r.attempt = true, true, true, 2
+	r.parentURL = "http://h/"
+	b, err = r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://h/p?a=1&b=2","Method":"POST","Depth":1,"Body":"","Attempt":2,"CheckRevisit":true,"Admitted":true,"Marked":true,"Parent":"http://h/"}`; string(b) != want {
+		t.Errorf("Marshal() = %s, want %s", b, want)
+	}
+}
+
+// TestUnmarshalEarlierEntry decodes entries in the form earlier versions
+// stored in SQLite and Redis (every field written, ID included): they must
+// decode as they did, and marshal again to the compact form.
+func TestUnmarshalEarlierEntry(t *testing.T) {
+	c := NewCollector()
+	old := `{"URL":"http://127.0.0.1:8080/p/12?x=1","Method":"GET","Depth":2,"Body":null,"ID":4711,` +
+		`"Ctx":{"k":"v"},"Headers":{"X-A":["1","2"]},"Host":"","CheckRevisit":true,"Parent":"http://127.0.0.1:8080/"}`
+	r, err := c.UnmarshalRequest([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.URL.String() != "http://127.0.0.1:8080/p/12?x=1" || r.Method != http.MethodGet || r.Depth != 2 || r.Body != nil ||
+		r.Ctx.Get("k") != "v" || !slices.Equal(r.Headers.Values("X-A"), []string{"1", "2"}) || r.Host != "" ||
+		!r.checkRevisit || r.ParentURL() != "http://127.0.0.1:8080/" || r.attempt != 1 || r.ID == 4711 {
+		t.Errorf("UnmarshalRequest(earlier entry) = %+v", r)
+	}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://127.0.0.1:8080/p/12?x=1","Depth":2,"Ctx":{"k":"v"},"Headers":{"X-A":["1","2"]},"Attempt":1,"CheckRevisit":true,"Parent":"http://127.0.0.1:8080/"}`; string(b) != want {
+		t.Errorf("Marshal() of the decoded entry = %s\nwant %s", b, want)
+	}
+	// An earlier POST with an empty body and an empty-string Host.
+	r, err = c.UnmarshalRequest([]byte(`{"URL":"http://h/f","Method":"POST","Depth":1,"Body":"","ID":1,"Ctx":{},"Headers":{},"Host":""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Method != http.MethodPost || r.Body == nil || r.bodyBytes == nil || len(r.bodyBytes) != 0 || r.Headers == nil || r.Ctx.Len() != 0 {
+		t.Errorf("UnmarshalRequest(earlier POST) = %+v", r)
+	}
+}
+
+// TestMarshalMatchesEncodingJSON checks the hand-written encoder against
+// encoding/json: whatever the strings hold (quotes, control characters,
+// invalid UTF-8, U+2028, non-string Context values), the entry is valid
+// JSON and decodes to the same fields encoding/json would have written.
+func TestMarshalMatchesEncodingJSON(t *testing.T) {
+	odd := "a\"b\\c\n\r\t\x00\x1f\x7f<>&é\u2028\u2029\xff\xc3 end"
+	ctx := NewContext()
+	ctx.Put("k", odd)
+	ctx.Put(odd, "v")
+	ctx.Put("n", 42) // not a string: dropped
+	h := http.Header{"X-Odd": {odd, ""}, "X-Nil": nil, "X-Empty": {}}
+	r := &Request{
+		URL: mustParse(t, "http://h/p%20q?x=%C3%A9&y=<z>"), Method: "PUT", Depth: -3, Ctx: ctx, Headers: &h,
+		Host: odd, ResponseCharacterEncoding: "iso-8859-1", bodyBytes: []byte("\x00\xffbin"),
+	}
+	r.sitemap, r.sitemapLevel, r.sitemapFor = true, 2, odd
+	r.parentURL = odd
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got serializableRequest
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("Marshal() = %q is not JSON: %v", b, err)
+	}
+	// What encoding/json writes for the same fields, decoded the same way.
+	ref, err := json.Marshal(serializableRequest{
+		URL: r.URL.String(), Method: "PUT", Depth: -3, Body: r.bodyBytes,
+		Ctx: map[string]string{"k": odd, odd: "v"}, Headers: h, Host: odd, ResponseCharacterEncoding: "iso-8859-1",
+		Parent: odd, Sitemap: true, SitemapLevel: 2, SitemapFor: odd,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want serializableRequest
+	if err := json.Unmarshal(ref, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Marshal() decodes to\n %+v\nencoding/json's to\n %+v", got, want)
 	}
 }
