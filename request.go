@@ -342,7 +342,10 @@ func (r *Request) Marshal() ([]byte, error) {
 	if r.URL != nil {
 		u = r.URL.String()
 	}
-	return r.appendEntry(make([]byte, 0, 48+len(u)+len(r.parentURL)+len(body)*4/3), u, body), nil
+	// Room for the field names of a request of the crawl, so that an
+	// entry without headers or Context is one allocation.
+	size := 144 + len(u) + len(r.parentURL) + len(r.Host) + len(r.sitemapFor) + base64.StdEncoding.EncodedLen(len(body))
+	return r.appendEntry(make([]byte, 0, size), u, body), nil
 }
 
 // appendEntry appends Marshal's JSON object to b: u is the URL and body the
