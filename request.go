@@ -523,8 +523,11 @@ const hexDigits = "0123456789abcdef"
 
 func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	var sr serializableRequest
-	if err := json.Unmarshal(data, &sr); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
+	if !decodePlainEntry(data, &sr) {
+		sr = serializableRequest{}
+		if err := json.Unmarshal(data, &sr); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
+		}
 	}
 	u, err := url.Parse(sr.URL)
 	if err != nil {
@@ -558,6 +561,147 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		r.Body = bytes.NewReader(sr.Body)
 	}
 	return r, nil
+}
+
+// decodePlainEntry decodes the entries most queues hold, as Marshal writes
+// them for a request without body, Context or headers, without
+// encoding/json's reflection, and reports whether it could. It takes only
+// one exact form: the string, integer and boolean fields of
+// serializableRequest under their exact names, strings of printable ASCII
+// without escapes, no spaces. Anything else (another field, an escape, a
+// number with a fraction, null, spaces) returns false and is left to
+// encoding/json, which decodes what this accepts to the same values.
+func decodePlainEntry(data []byte, sr *serializableRequest) bool {
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
+		return false
+	}
+	s := string(data) // one allocation for every string of the entry
+	i := 1
+	if s[i] == '}' {
+		return i == len(s)-1
+	}
+	for {
+		key, n, ok := plainJSONString(s[i:])
+		if !ok {
+			return false
+		}
+		i += n
+		if i >= len(s) || s[i] != ':' {
+			return false
+		}
+		i++
+		switch key {
+		case "URL", "Method", "Host", "ResponseCharacterEncoding", "Parent", "SitemapFor":
+			v, n, ok := plainJSONString(s[i:])
+			if !ok {
+				return false
+			}
+			i += n
+			switch key {
+			case "URL":
+				sr.URL = v
+			case "Method":
+				sr.Method = v
+			case "Host":
+				sr.Host = v
+			case "ResponseCharacterEncoding":
+				sr.ResponseCharacterEncoding = v
+			case "Parent":
+				sr.Parent = v
+			default:
+				sr.SitemapFor = v
+			}
+		case "Depth", "Attempt", "SitemapLevel":
+			v, n, ok := plainJSONInt(s[i:])
+			if !ok {
+				return false
+			}
+			i += n
+			switch key {
+			case "Depth":
+				sr.Depth = v
+			case "Attempt":
+				sr.Attempt = v
+			default:
+				sr.SitemapLevel = v
+			}
+		case "CheckRevisit", "Admitted", "Marked", "Sitemap":
+			var v bool
+			switch {
+			case strings.HasPrefix(s[i:], "true"):
+				v, i = true, i+4
+			case strings.HasPrefix(s[i:], "false"):
+				i += 5
+			default:
+				return false
+			}
+			switch key {
+			case "CheckRevisit":
+				sr.CheckRevisit = v
+			case "Admitted":
+				sr.Admitted = v
+			case "Marked":
+				sr.Marked = v
+			default:
+				sr.Sitemap = v
+			}
+		default:
+			return false
+		}
+		if i >= len(s) {
+			return false
+		}
+		if s[i] == '}' {
+			return i == len(s)-1
+		}
+		if s[i] != ',' {
+			return false
+		}
+		i++
+	}
+}
+
+// plainJSONString reads a JSON string at the start of s made of printable
+// ASCII without escapes; it returns its value and the bytes it took.
+func plainJSONString(s string) (v string, n int, ok bool) {
+	if len(s) < 2 || s[0] != '"' {
+		return "", 0, false
+	}
+	for j := 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			return s[1:j], j + 1, true
+		case c < 0x20 || c == '\\' || c >= utf8.RuneSelf:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// plainJSONInt reads a JSON integer of at most 18 digits at the start of s
+// and returns it and the bytes it took. A value an int cannot hold (on a
+// 32-bit platform) is refused and left to encoding/json, which reports it.
+func plainJSONInt(s string) (v, n int, ok bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		n = 1
+	}
+	start := n
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	digits := n - start
+	if digits == 0 || digits > 18 || (digits > 1 && s[start] == '0') {
+		return 0, 0, false
+	}
+	x, err := strconv.ParseInt(s[start:n], 10, 0)
+	if err != nil {
+		return 0, 0, false
+	}
+	if neg {
+		x = -x
+	}
+	return int(x), n, true
 }
 
 // formReader encodes data as an application/x-www-form-urlencoded body, keys sorted.

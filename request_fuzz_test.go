@@ -42,11 +42,24 @@ func FuzzUnmarshalRequest(f *testing.F) {
 	f.Add([]byte(`{"URL":"http://example.com/","Depth":3,"Body":"AP8=","Ctx":{"\u2028k":"a\"b\\\n\u0000\ufffd"},"Headers":{"X-A":["1",""],"X-N":null},"Host":"v\th","Sitemap":true,"SitemapLevel":1,"SitemapFor":"http://example.com/s.xml"}`))
 	// Today's full form, as earlier versions stored it in SQLite and Redis.
 	f.Add([]byte(`{"URL":"http://example.com/p/1","Method":"GET","Depth":1,"Body":null,"ID":12,"Ctx":{},"Headers":{},"Host":""}`))
+	f.Add([]byte(`{"URL":"http://example.com/","Depth":-0,"Attempt":01,"Marked":false,"Sitemap":true,"SitemapLevel":123456789012345678}`))
+	f.Add([]byte(`{"URL":"http://example.com/","URL":"http://example.com/b","url":"c","Depth":1e2}`))
 	f.Add([]byte(`{"URL":"%"}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`not json`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The decoder's fast path agrees with encoding/json on whatever it takes.
+		var fast serializableRequest
+		if decodePlainEntry(data, &fast) {
+			var slow serializableRequest
+			if err := json.Unmarshal(data, &slow); err != nil {
+				t.Fatalf("decodePlainEntry took %q, which encoding/json refuses: %v", data, err)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("decodePlainEntry(%q) = %+v, encoding/json %+v", data, fast, slow)
+			}
+		}
 		r, err := c.UnmarshalRequest(data)
 		if err != nil {
 			if !errors.Is(err, ErrUndecodableRequest) {

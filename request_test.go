@@ -415,3 +415,84 @@ func TestMarshalMatchesEncodingJSON(t *testing.T) {
 		t.Errorf("Marshal() decodes to\n %+v\nencoding/json's to\n %+v", got, want)
 	}
 }
+
+// TestDecodePlainEntry checks which entries the decoder reads without
+// encoding/json: the compact form of a request without body, Context or
+// headers, and nothing that needs more.
+func TestDecodePlainEntry(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		plain bool
+	}{
+		{`{"URL":"http://h/p?a=1&b=2","Depth":1}`, true},
+		{`{"URL":"http://h/p","Method":"POST","Depth":2,"Attempt":3,"CheckRevisit":true,"Admitted":true,"Marked":true,"Parent":"http://h/","Sitemap":true,"SitemapLevel":1,"SitemapFor":"http://h/s.xml","Host":"v","ResponseCharacterEncoding":"utf-8"}`, true},
+		{`{}`, true},
+		{`{"URL":"http://h/","Depth":1,"Body":null,"ID":3}`, false}, // earlier versions' form
+		{`{"URL":"http://h/\u00e9","Depth":1}`, false},
+		{`{"URL":"http://h/é","Depth":1}`, false},
+		{`{ "URL":"http://h/"}`, false},
+		{`{"url":"http://h/"}`, false},
+		{`{"URL":"http://h/","Depth":1.5}`, false},
+		{`{"URL":"http://h/","Depth":01}`, false},
+		{`{"URL":"http://h/","Marked":null}`, false},
+		{`{"URL":"http://h/",}`, false},
+		{`{"URL":"http://h/"}}`, false},
+		{`{"URL":"http://h/`, false},
+	} {
+		var sr serializableRequest
+		if got := decodePlainEntry([]byte(tc.entry), &sr); got != tc.plain {
+			t.Errorf("decodePlainEntry(%s) = %v, want %v", tc.entry, got, tc.plain)
+		}
+	}
+	var sr serializableRequest
+	decodePlainEntry([]byte(`{"URL":"http://h/p","Method":"POST","Depth":-2,"Attempt":3,"CheckRevisit":true,"Marked":false,"Parent":"http://h/"}`), &sr)
+	if want := (serializableRequest{URL: "http://h/p", Method: "POST", Depth: -2, Attempt: 3, CheckRevisit: true, Parent: "http://h/"}); !reflect.DeepEqual(sr, want) {
+		t.Errorf("decodePlainEntry = %+v, want %+v", sr, want)
+	}
+	// Both paths give the same request.
+	c := NewCollector()
+	for _, e := range []string{`{"URL":"http://h/p","Depth":2,"CheckRevisit":true}`, `{"URL":"http://h/p","Depth":2,"CheckRevisit":true,"ID":9}`} {
+		r, err := c.UnmarshalRequest([]byte(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.URL.String() != "http://h/p" || r.Method != http.MethodGet || r.Depth != 2 || !r.checkRevisit || r.attempt != 1 || r.Headers == nil || r.Ctx == nil {
+			t.Errorf("UnmarshalRequest(%s) = %+v", e, r)
+		}
+	}
+}
+
+// BenchmarkRequestEntry measures a queue entry's round trip for a link as
+// a queue run stores it: Marshal when pushed, UnmarshalRequest when leased.
+func BenchmarkRequestEntry(b *testing.B) {
+	c := NewCollector()
+	u, err := url.Parse("http://127.0.0.1:8080/p/123456?q=1&r=2")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Request{URL: u, Method: http.MethodGet, Depth: 2, Headers: &http.Header{}, Ctx: NewContext()}
+	b.Run("Marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		var n int
+		for b.Loop() {
+			data, err := r.Marshal()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(data)
+		}
+		b.ReportMetric(float64(n), "bytes/entry")
+	})
+	data, err := r.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.UnmarshalRequest(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
