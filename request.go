@@ -3,7 +3,6 @@ package magpie
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,10 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
 )
@@ -297,16 +294,14 @@ func (r *Request) stdContext() context.Context {
 	return context.Background()
 }
 
-// serializableRequest is the JSON form of a queue entry, as
-// unmarshalRequest reads it. Marshal writes it by hand (appendEntry) and
-// leaves out what is empty or implied: ID (each process numbers its
-// requests afresh), a Method of GET, empty Ctx, Headers and Host. Entries
+// serializableRequest is Marshal's JSON form. What is empty or implied is
+// left out (the ID, a Method of GET, empty Ctx, Headers and Host); entries
 // of earlier versions, which wrote every field, decode the same.
 type serializableRequest struct {
 	URL                       string
 	Method                    string            `json:",omitempty"`
 	Depth                     int               `json:",omitempty"`
-	Body                      []byte            `json:",omitempty"`
+	Body                      *[]byte           `json:",omitempty"` // nil: none; empty: an empty body
 	ID                        uint32            `json:",omitempty"`
 	Ctx                       map[string]string `json:",omitempty"`
 	Headers                   http.Header       `json:",omitempty"`
@@ -322,11 +317,11 @@ type serializableRequest struct {
 	SitemapFor                string            `json:",omitempty"`
 }
 
-// Marshal encodes the request as a JSON object for a queue: URL, method,
-// depth, body, Context (string values only; others are dropped), headers,
-// host and what the engine needs to resume it. Empty fields are left out,
-// and so is the ID, which UnmarshalRequest assigns afresh. The body stays
-// readable afterwards.
+// Marshal encodes the request as JSON for a queue: URL, method, depth, body,
+// Context (string values only; others are dropped), headers, host and what
+// the engine needs to resume it; empty fields and a GET method are left out,
+// and so is the ID, which UnmarshalRequest assigns afresh (as Colly's does).
+// The body stays readable afterwards.
 func (r *Request) Marshal() ([]byte, error) {
 	body := r.bodyBytes
 	if body == nil && r.Body != nil {
@@ -338,196 +333,54 @@ func (r *Request) Marshal() ([]byte, error) {
 		r.bodyBytes = b
 		r.Body = bytes.NewReader(b)
 	}
+	var ctx map[string]string
+	if r.Ctx != nil {
+		r.Ctx.ForEach(func(k string, v any) any {
+			if s, ok := v.(string); ok {
+				if ctx == nil {
+					ctx = make(map[string]string)
+				}
+				ctx[k] = s
+			}
+			return nil
+		})
+	}
+	var h http.Header
+	if r.Headers != nil {
+		h = *r.Headers
+	}
 	u := ""
 	if r.URL != nil {
 		u = r.URL.String()
 	}
-	// Room for the field names of a request of the crawl, so that an
-	// entry without headers or Context is one allocation.
-	size := 144 + len(u) + len(r.parentURL) + len(r.Host) + len(r.sitemapFor) + base64.StdEncoding.EncodedLen(len(body))
-	return r.appendEntry(make([]byte, 0, size), u, body), nil
-}
-
-// appendEntry appends Marshal's JSON object to b: u is the URL and body the
-// request body, both already read.
-func (r *Request) appendEntry(b []byte, u string, body []byte) []byte {
-	b = append(b, `{"URL":`...)
-	b = appendJSONString(b, u)
-	if r.Method != "" && r.Method != http.MethodGet {
-		b = append(b, `,"Method":`...)
-		b = appendJSONString(b, r.Method)
+	method := r.Method
+	if method == http.MethodGet {
+		method = "" // decoded as GET
 	}
-	b = appendJSONInt(b, "Depth", r.Depth)
+	var bp *[]byte
 	if body != nil {
-		b = append(b, `,"Body":"`...)
-		b = base64.StdEncoding.AppendEncode(b, body)
-		b = append(b, '"')
+		bp = &body
 	}
-	if r.Ctx != nil && r.Ctx.Len() > 0 {
-		b = appendContext(b, r.Ctx)
-	}
-	if r.Headers != nil && len(*r.Headers) > 0 {
-		b = appendHeaders(b, *r.Headers)
-	}
-	b = appendJSONField(b, "Host", r.Host)
-	b = appendJSONField(b, "ResponseCharacterEncoding", r.ResponseCharacterEncoding)
-	b = appendJSONInt(b, "Attempt", r.attempt)
-	b = appendJSONBool(b, "CheckRevisit", r.checkRevisit)
-	b = appendJSONBool(b, "Admitted", r.entry.admitted)
-	b = appendJSONBool(b, "Marked", r.marked)
-	b = appendJSONField(b, "Parent", r.parentURL)
-	b = appendJSONBool(b, "Sitemap", r.sitemap)
-	b = appendJSONInt(b, "SitemapLevel", r.sitemapLevel)
-	b = appendJSONField(b, "SitemapFor", r.sitemapFor)
-	return append(b, '}')
-}
-
-// appendContext appends ctx's string values as the "Ctx" object, keys sorted.
-func appendContext(b []byte, ctx *Context) []byte {
-	type pair struct{ k, v string }
-	var kv []pair
-	ctx.ForEach(func(k string, v any) any {
-		if s, ok := v.(string); ok {
-			kv = append(kv, pair{k, s})
-		}
-		return nil
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // a URL's & stays one byte
+	err := enc.Encode(serializableRequest{
+		URL: u, Method: method, Depth: r.Depth, Body: bp, Ctx: ctx,
+		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
+		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.entry.admitted,
+		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
+		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
 	})
-	if len(kv) == 0 {
-		return b
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(kv, func(x, y pair) int { return strings.Compare(x.k, y.k) })
-	b = append(b, `,"Ctx":{`...)
-	for i, p := range kv {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, p.k)
-		b = append(b, ':')
-		b = appendJSONString(b, p.v)
-	}
-	return append(b, '}')
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
-
-// appendHeaders appends h as the "Headers" object, keys sorted; a nil value
-// list is null, as encoding/json writes it.
-func appendHeaders(b []byte, h http.Header) []byte {
-	b = append(b, `,"Headers":{`...)
-	for i, k := range slices.Sorted(maps.Keys(h)) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		vs := h[k]
-		if vs == nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, '[')
-		for j, v := range vs {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, v)
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
-}
-
-// appendJSONField appends ,"name":"v" unless v is empty.
-func appendJSONField(b []byte, name, v string) []byte {
-	if v == "" {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return appendJSONString(b, v)
-}
-
-// appendJSONInt appends ,"name":n unless n is 0.
-func appendJSONInt(b []byte, name string, n int) []byte {
-	if n == 0 {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return strconv.AppendInt(b, int64(n), 10)
-}
-
-// appendJSONBool appends ,"name":true when v is set.
-func appendJSONBool(b []byte, name string, v bool) []byte {
-	if !v {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	return append(b, `":true`...)
-}
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json writes it, so that decoding and encoding again
-// gives the same bytes.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			// Valid JSON, but not valid JavaScript; encoding/json escapes them too.
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
 
 func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	var sr serializableRequest
-	if !decodePlainEntry(data, &sr) {
-		sr = serializableRequest{}
-		if err := json.Unmarshal(data, &sr); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
-		}
+	if err := json.Unmarshal(data, &sr); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
 	}
 	u, err := url.Parse(sr.URL)
 	if err != nil {
@@ -557,151 +410,13 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	r.flightSitemap = flightSitemap{sitemap: sr.Sitemap, sitemapLevel: sr.SitemapLevel, sitemapFor: sr.SitemapFor}
 	r.entry.admitted = sr.Admitted
 	if sr.Body != nil {
-		r.bodyBytes = sr.Body
-		r.Body = bytes.NewReader(sr.Body)
+		r.bodyBytes = *sr.Body
+		if r.bodyBytes == nil {
+			r.bodyBytes = []byte{} // "Body":"" decodes to an empty body
+		}
+		r.Body = bytes.NewReader(r.bodyBytes)
 	}
 	return r, nil
-}
-
-// decodePlainEntry decodes the entries most queues hold, as Marshal writes
-// them for a request without body, Context or headers, without
-// encoding/json's reflection, and reports whether it could. It takes only
-// one exact form: the string, integer and boolean fields of
-// serializableRequest under their exact names, strings of printable ASCII
-// without escapes, no spaces. Anything else (another field, an escape, a
-// number with a fraction, null, spaces) returns false and is left to
-// encoding/json, which decodes what this accepts to the same values.
-func decodePlainEntry(data []byte, sr *serializableRequest) bool {
-	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
-		return false
-	}
-	s := string(data) // one allocation for every string of the entry
-	i := 1
-	if s[i] == '}' {
-		return i == len(s)-1
-	}
-	for {
-		key, n, ok := plainJSONString(s[i:])
-		if !ok {
-			return false
-		}
-		i += n
-		if i >= len(s) || s[i] != ':' {
-			return false
-		}
-		i++
-		switch key {
-		case "URL", "Method", "Host", "ResponseCharacterEncoding", "Parent", "SitemapFor":
-			v, n, ok := plainJSONString(s[i:])
-			if !ok {
-				return false
-			}
-			i += n
-			switch key {
-			case "URL":
-				sr.URL = v
-			case "Method":
-				sr.Method = v
-			case "Host":
-				sr.Host = v
-			case "ResponseCharacterEncoding":
-				sr.ResponseCharacterEncoding = v
-			case "Parent":
-				sr.Parent = v
-			default:
-				sr.SitemapFor = v
-			}
-		case "Depth", "Attempt", "SitemapLevel":
-			v, n, ok := plainJSONInt(s[i:])
-			if !ok {
-				return false
-			}
-			i += n
-			switch key {
-			case "Depth":
-				sr.Depth = v
-			case "Attempt":
-				sr.Attempt = v
-			default:
-				sr.SitemapLevel = v
-			}
-		case "CheckRevisit", "Admitted", "Marked", "Sitemap":
-			var v bool
-			switch {
-			case strings.HasPrefix(s[i:], "true"):
-				v, i = true, i+4
-			case strings.HasPrefix(s[i:], "false"):
-				i += 5
-			default:
-				return false
-			}
-			switch key {
-			case "CheckRevisit":
-				sr.CheckRevisit = v
-			case "Admitted":
-				sr.Admitted = v
-			case "Marked":
-				sr.Marked = v
-			default:
-				sr.Sitemap = v
-			}
-		default:
-			return false
-		}
-		if i >= len(s) {
-			return false
-		}
-		if s[i] == '}' {
-			return i == len(s)-1
-		}
-		if s[i] != ',' {
-			return false
-		}
-		i++
-	}
-}
-
-// plainJSONString reads a JSON string at the start of s made of printable
-// ASCII without escapes; it returns its value and the bytes it took.
-func plainJSONString(s string) (v string, n int, ok bool) {
-	if len(s) < 2 || s[0] != '"' {
-		return "", 0, false
-	}
-	for j := 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '"':
-			return s[1:j], j + 1, true
-		case c < 0x20 || c == '\\' || c >= utf8.RuneSelf:
-			return "", 0, false
-		}
-	}
-	return "", 0, false
-}
-
-// plainJSONInt reads a JSON integer of at most 18 digits at the start of s
-// and returns it and the bytes it took. A value an int cannot hold (on a
-// 32-bit platform) is refused and left to encoding/json, which reports it.
-func plainJSONInt(s string) (v, n int, ok bool) {
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		n = 1
-	}
-	start := n
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	digits := n - start
-	if digits == 0 || digits > 18 || (digits > 1 && s[start] == '0') {
-		return 0, 0, false
-	}
-	x, err := strconv.ParseInt(s[start:n], 10, 0)
-	if err != nil {
-		return 0, 0, false
-	}
-	if neg {
-		x = -x
-	}
-	return int(x), n, true
 }
 
 // formReader encodes data as an application/x-www-form-urlencoded body, keys sorted.
