@@ -63,40 +63,55 @@ func (f *queueFrontier) detachAdds() {
 func (f *queueFrontier) addQueued(r *Request) error {
 	n := f.queuedRequest(r)
 	var refusal error
-	var data []byte
 	if !r.entry.admitted {
 		refusal = f.cfg.checkURL(n.URL, n.Depth)
 	}
-	if refusal == nil {
-		var err error
-		if data, err = r.Marshal(); err != nil {
-			return fmt.Errorf("marshal request: %w", err)
+	// The duplicate check comes before Marshal: most links a page adds
+	// are duplicates, and they need no entry.
+	dedupe := refusal == nil && n.checkRevisit && !f.cfg.allowRevisit
+	if refusal != nil || dedupe {
+		f.mu.Lock()
+		if refusal == nil {
+			if _, dup := f.pushed[n.visitKey]; dup {
+				refusal = &AlreadyVisitedError{Destination: n.URL}
+			} else {
+				f.pushed[n.visitKey] = struct{}{}
+			}
 		}
+		if refusal != nil {
+			n.err = refusal
+			f.added.refused = append(f.added.refused, n)
+			f.unlockAdded()
+			return nil
+		}
+		f.mu.Unlock()
+	}
+	data, err := r.Marshal()
+	if err != nil {
+		if dedupe {
+			f.mu.Lock()
+			delete(f.pushed, n.visitKey)
+			f.mu.Unlock()
+		}
+		return fmt.Errorf("marshal request: %w", err)
 	}
 	f.mu.Lock()
-	if refusal == nil && n.checkRevisit && !f.cfg.allowRevisit {
-		if _, dup := f.pushed[n.visitKey]; dup {
-			refusal = &AlreadyVisitedError{Destination: n.URL}
-		} else {
-			f.pushed[n.visitKey] = struct{}{}
-		}
-	}
-	if refusal != nil {
-		n.err = refusal
-		f.added.refused = append(f.added.refused, n)
-	} else {
-		f.added.links.data = append(f.added.links.data, data)
-		f.added.links.reqs = append(f.added.links.reqs, n)
-		f.added.added++
-	}
-	// With nothing in flight no acknowledgement will flush the buffer:
-	// wake the feeder, which flushes it when it finds nothing to lease.
+	f.added.links.data = append(f.added.links.data, data)
+	f.added.links.reqs = append(f.added.links.reqs, n)
+	f.added.added++
+	f.unlockAdded()
+	return nil
+}
+
+// unlockAdded releases f.mu after addQueued buffered a request. With
+// nothing in flight no acknowledgement will flush the buffer: it wakes the
+// feeder, which flushes it when it finds nothing to lease.
+func (f *queueFrontier) unlockAdded() {
 	idle := f.inflight == 0 && len(f.acks) == 0 && f.acking == 0
 	f.mu.Unlock()
 	if idle {
 		f.signal()
 	}
-	return nil
 }
 
 // queuedRequest is the request that stands for r in the buffer: what

@@ -294,30 +294,34 @@ func (r *Request) stdContext() context.Context {
 	return context.Background()
 }
 
-// serializableRequest is Marshal's JSON form.
+// serializableRequest is Marshal's JSON form. What is empty or implied is
+// left out (the ID, a Method of GET, empty Ctx, Headers and Host); entries
+// of earlier versions, which wrote every field, decode the same.
 type serializableRequest struct {
 	URL                       string
-	Method                    string
-	Depth                     int
-	Body                      []byte
-	ID                        uint32
-	Ctx                       map[string]string
-	Headers                   http.Header
-	Host                      string
-	ResponseCharacterEncoding string `json:",omitempty"`
-	Attempt                   int    `json:",omitempty"`
-	CheckRevisit              bool   `json:",omitempty"`
-	Admitted                  bool   `json:",omitempty"`
-	Marked                    bool   `json:",omitempty"`
-	Parent                    string `json:",omitempty"`
-	Sitemap                   bool   `json:",omitempty"`
-	SitemapLevel              int    `json:",omitempty"`
-	SitemapFor                string `json:",omitempty"`
+	Method                    string            `json:",omitempty"`
+	Depth                     int               `json:",omitempty"`
+	Body                      *[]byte           `json:",omitempty"` // nil: none; empty: an empty body
+	ID                        uint32            `json:",omitempty"`
+	Ctx                       map[string]string `json:",omitempty"`
+	Headers                   http.Header       `json:",omitempty"`
+	Host                      string            `json:",omitempty"`
+	ResponseCharacterEncoding string            `json:",omitempty"`
+	Attempt                   int               `json:",omitempty"`
+	CheckRevisit              bool              `json:",omitempty"`
+	Admitted                  bool              `json:",omitempty"`
+	Marked                    bool              `json:",omitempty"`
+	Parent                    string            `json:",omitempty"`
+	Sitemap                   bool              `json:",omitempty"`
+	SitemapLevel              int               `json:",omitempty"`
+	SitemapFor                string            `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
-// ID, Context (string values only; others are dropped), headers and host. The
-// body stays readable afterwards.
+// Context (string values only; others are dropped), headers, host and what
+// the engine needs to resume it; empty fields and a GET method are left out,
+// and so is the ID, which UnmarshalRequest assigns afresh (as Colly's does).
+// The body stays readable afterwards.
 func (r *Request) Marshal() ([]byte, error) {
 	body := r.bodyBytes
 	if body == nil && r.Body != nil {
@@ -329,10 +333,13 @@ func (r *Request) Marshal() ([]byte, error) {
 		r.bodyBytes = b
 		r.Body = bytes.NewReader(b)
 	}
-	ctx := map[string]string{}
+	var ctx map[string]string
 	if r.Ctx != nil {
 		r.Ctx.ForEach(func(k string, v any) any {
 			if s, ok := v.(string); ok {
+				if ctx == nil {
+					ctx = make(map[string]string)
+				}
 				ctx[k] = s
 			}
 			return nil
@@ -346,13 +353,28 @@ func (r *Request) Marshal() ([]byte, error) {
 	if r.URL != nil {
 		u = r.URL.String()
 	}
-	return json.Marshal(serializableRequest{
-		URL: u, Method: r.Method, Depth: r.Depth, Body: body, ID: r.ID, Ctx: ctx,
+	method := r.Method
+	if method == http.MethodGet {
+		method = "" // decoded as GET
+	}
+	var bp *[]byte
+	if body != nil {
+		bp = &body
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // a URL's & stays one byte
+	err := enc.Encode(serializableRequest{
+		URL: u, Method: method, Depth: r.Depth, Body: bp, Ctx: ctx,
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.entry.admitted,
 		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
 		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
 
 func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
@@ -388,8 +410,11 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	r.flightSitemap = flightSitemap{sitemap: sr.Sitemap, sitemapLevel: sr.SitemapLevel, sitemapFor: sr.SitemapFor}
 	r.entry.admitted = sr.Admitted
 	if sr.Body != nil {
-		r.bodyBytes = sr.Body
-		r.Body = bytes.NewReader(sr.Body)
+		r.bodyBytes = *sr.Body
+		if r.bodyBytes == nil {
+			r.bodyBytes = []byte{} // "Body":"" decodes to an empty body
+		}
+		r.Body = bytes.NewReader(r.bodyBytes)
 	}
 	return r, nil
 }

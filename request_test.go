@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,4 +312,129 @@ func TestBrowserStyleHrefsAreCrawled(t *testing.T) {
 	if len(refused) != 0 || c.Stats().FragmentLinks != 1 {
 		t.Errorf("refusals %v, fragment links %d; want none and 1", refused, c.Stats().FragmentLinks)
 	}
+}
+
+// TestMarshalCompact checks that a queue entry carries only what is set:
+// no ID, no Method for a GET, no empty Context, headers, host or body.
+func TestMarshalCompact(t *testing.T) {
+	r := &Request{URL: mustParse(t, "http://h/p?a=1&b=2"), Method: http.MethodGet, Depth: 1, Ctx: NewContext(), Headers: &http.Header{}, ID: 77}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://h/p?a=1&b=2","Depth":1}`; string(b) != want {
+		t.Errorf("Marshal() = %s, want %s", b, want)
+	}
+	// A request of the crawl keeps its bookkeeping.
+	r.Method = http.MethodPost
+	r.bodyBytes = []byte{}
+	r.checkRevisit, r.entry.admitted, r.marked, r.attempt = true, true, true, 2
+	r.parentURL = "http://h/"
+	b, err = r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://h/p?a=1&b=2","Method":"POST","Depth":1,"Body":"","Attempt":2,"CheckRevisit":true,"Admitted":true,"Marked":true,"Parent":"http://h/"}`; string(b) != want {
+		t.Errorf("Marshal() = %s, want %s", b, want)
+	}
+}
+
+// TestUnmarshalEarlierEntry decodes entries in the form earlier versions
+// stored in SQLite and Redis (every field written, ID included): they must
+// decode as they did, and marshal again to the compact form.
+func TestUnmarshalEarlierEntry(t *testing.T) {
+	c := NewCollector()
+	old := `{"URL":"http://127.0.0.1:8080/p/12?x=1","Method":"GET","Depth":2,"Body":null,"ID":4711,` +
+		`"Ctx":{"k":"v"},"Headers":{"X-A":["1","2"]},"Host":"","CheckRevisit":true,"Parent":"http://127.0.0.1:8080/"}`
+	r, err := c.UnmarshalRequest([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.URL.String() != "http://127.0.0.1:8080/p/12?x=1" || r.Method != http.MethodGet || r.Depth != 2 || r.Body != nil ||
+		r.Ctx.Get("k") != "v" || !slices.Equal(r.Headers.Values("X-A"), []string{"1", "2"}) || r.Host != "" ||
+		!r.checkRevisit || r.ParentURL() != "http://127.0.0.1:8080/" || r.attempt != 1 || r.ID == 4711 {
+		t.Errorf("UnmarshalRequest(earlier entry) = %+v", r)
+	}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"URL":"http://127.0.0.1:8080/p/12?x=1","Depth":2,"Ctx":{"k":"v"},"Headers":{"X-A":["1","2"]},"Attempt":1,"CheckRevisit":true,"Parent":"http://127.0.0.1:8080/"}`; string(b) != want {
+		t.Errorf("Marshal() of the decoded entry = %s\nwant %s", b, want)
+	}
+	// An earlier POST with an empty body and an empty-string Host.
+	r, err = c.UnmarshalRequest([]byte(`{"URL":"http://h/f","Method":"POST","Depth":1,"Body":"","ID":1,"Ctx":{},"Headers":{},"Host":""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Method != http.MethodPost || r.Body == nil || r.bodyBytes == nil || len(r.bodyBytes) != 0 || r.Headers == nil || r.Ctx.Len() != 0 {
+		t.Errorf("UnmarshalRequest(earlier POST) = %+v", r)
+	}
+}
+
+// TestMarshalRoundTripOddStrings checks that an entry whose strings hold
+// quotes, control characters, U+2028 and non-ASCII decodes to the request
+// it was made from (non-string Context values are dropped).
+func TestMarshalRoundTripOddStrings(t *testing.T) {
+	odd := "a\"b\\c\n\r\t\x00\x1f\x7f<>&é\u2028\u2029 end"
+	ctx := NewContext()
+	ctx.Put("k", odd)
+	ctx.Put(odd, "v")
+	ctx.Put("n", 42) // not a string: dropped
+	h := http.Header{"X-Odd": {odd, ""}, "X-Empty": {}}
+	r := &Request{
+		URL: mustParse(t, "http://h/p%20q?x=%C3%A9&y=<z>"), Method: "PUT", Depth: -3, Ctx: ctx, Headers: &h,
+		Host: odd, ResponseCharacterEncoding: "iso-8859-1", bodyBytes: []byte("\x00\xffbin"),
+	}
+	r.sitemap, r.sitemapLevel, r.sitemapFor = true, 2, odd
+	r.parentURL = odd
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewCollector().UnmarshalRequest(b)
+	if err != nil {
+		t.Fatalf("UnmarshalRequest(%q) = %v", b, err)
+	}
+	if got.URL.String() != r.URL.String() || got.Method != "PUT" || got.Depth != -3 || got.Host != odd ||
+		got.ResponseCharacterEncoding != "iso-8859-1" || string(got.bodyBytes) != "\x00\xffbin" ||
+		got.Ctx.Get("k") != odd || got.Ctx.Get(odd) != "v" || got.Ctx.GetAny("n") != nil ||
+		!reflect.DeepEqual(*got.Headers, h) || got.parentURL != odd || !got.sitemap || got.sitemapLevel != 2 || got.sitemapFor != odd {
+		t.Errorf("round trip of %q gave %+v", b, got)
+	}
+}
+
+// BenchmarkRequestEntry measures a queue entry's round trip for a link as
+// a queue run stores it: Marshal when pushed, UnmarshalRequest when leased.
+func BenchmarkRequestEntry(b *testing.B) {
+	c := NewCollector()
+	u, err := url.Parse("http://127.0.0.1:8080/p/123456?q=1&r=2")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Request{URL: u, Method: http.MethodGet, Depth: 2, Headers: &http.Header{}, Ctx: NewContext()}
+	b.Run("Marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		var n int
+		for b.Loop() {
+			data, err := r.Marshal()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(data)
+		}
+		b.ReportMetric(float64(n), "bytes/entry")
+	})
+	data, err := r.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.UnmarshalRequest(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/magpiecrawl/magpie"
@@ -215,5 +219,63 @@ func TestAddURLDuringRunRefusesFiltered(t *testing.T) {
 	}
 	if st := c.Stats(); st.Refused[magpie.RefusedDomain] != 1 {
 		t.Errorf("Stats().Refused[domain] = %d, want 1", st.Refused[magpie.RefusedDomain])
+	}
+}
+
+// TestAddRequestDuringRunUnreadableBody checks that a request added during
+// a run whose body cannot be read returns the read error and is not
+// stored, and that it does not hold its place: the same request added
+// again with a readable body is stored and sent once, not refused as a
+// duplicate of the one that failed.
+func TestAddRequestDuringRunUnreadableBody(t *testing.T) {
+	var mu sync.Mutex
+	var posts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b := new(strings.Builder)
+			_, _ = io.Copy(b, r.Body)
+			mu.Lock()
+			posts = append(posts, r.URL.Path+" "+b.String())
+			mu.Unlock()
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/form">form</a>`)
+	}))
+	defer srv.Close()
+	q, err := queue.New(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddURL(srv.URL + "/seed"); err != nil {
+		t.Fatal(err)
+	}
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	errRead := errors.New("unreadable body")
+	c.OnHTML("a[href]", func(e *magpie.HTMLElement) {
+		u := e.Request.AbsoluteURL(e.Attr("href"))
+		p, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(body io.Reader) *magpie.Request {
+			return &magpie.Request{URL: p, Method: http.MethodPost, Depth: 2, Body: body, Headers: &http.Header{}, Ctx: magpie.NewContext()}
+		}
+		if err := q.AddRequest(post(iotest.ErrReader(errRead))); !errors.Is(err, errRead) {
+			t.Errorf("AddRequest(unreadable body) error = %v, want %v", err, errRead)
+		}
+		good := post(strings.NewReader("x"))
+		if err := q.AddRequest(good); err != nil {
+			t.Errorf("AddRequest(readable body) error = %v, want nil", err)
+		}
+	})
+	c.OnRefused(func(r *magpie.Request, err error) {
+		t.Errorf("OnRefused(%s %s) = %v, want no refusal", r.Method, r.URL, err)
+	})
+	if err := runWithin(t, q, c, time.Minute); err != nil {
+		t.Fatalf("Run error = %v, want nil", err)
+	}
+	if want := []string{"/form x"}; !slices.Equal(posts, want) {
+		t.Errorf("POSTs = %q, want %q", posts, want)
 	}
 }

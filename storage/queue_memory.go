@@ -126,13 +126,21 @@ func (q *MemoryQueue) Lease(ctx context.Context, n int, ttl time.Duration) ([]En
 		// The delivery count in the ID makes every lease distinct, so a
 		// consumer whose lease expired and was taken over cannot ack or
 		// release the new holder's lease.
-		e.leaseID = strconv.FormatUint(e.seq, 10) + "." + strconv.Itoa(e.deliveries)
+		e.leaseID = leaseID(e.seq, e.deliveries)
 		q.leases[e.leaseID] = e
 		heap.Push(&q.leased, e)
 		out = append(out, Entry{ID: e.leaseID, Data: append([]byte(nil), e.data...), Deliveries: e.deliveries})
 	}
 	q.armLocked()
 	return out, nil
+}
+
+// leaseID is "seq.deliveries", made in one allocation.
+func leaseID(seq uint64, deliveries int) string {
+	var buf [48]byte
+	b := strconv.AppendUint(buf[:0], seq, 10)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, int64(deliveries), 10))
 }
 
 // Ack implements Queue. It returns ErrUnknownLease, after acknowledging
