@@ -404,6 +404,11 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	if s.off.Load() {
 		return noRelease, nil
 	}
+	if req != nil && req.run != nil && req.run.takesNoTurns() {
+		// A request of an async crawl: no lock (this is once per
+		// callback call, an OnHTML's for each element).
+		return noRelease, nil
+	}
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()
@@ -411,7 +416,7 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	// belongs to, recorded while it holds the turn.
 	var done, mine <-chan struct{}
 	if r != nil {
-		if r.cfg.async || (r.queueMode && cap(r.tokens) > 1) {
+		if r.takesNoTurns() {
 			return noRelease, nil
 		}
 		done = r.ctx.Done()
@@ -444,6 +449,10 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	}
 	return s.release, nil
 }
+
+// takesNoTurns reports whether r's callbacks run concurrently: an async
+// crawl's, or a queue run's with more than one thread.
+func (r *run) takesNoTurns() bool { return r.cfg.async || (r.queueMode && cap(r.tokens) > 1) }
 
 // init makes the turn and the function that gives it back, once: a
 // callback that takes the turn allocates neither.
@@ -506,6 +515,30 @@ func markFrame6(f func()) { f() }
 //go:noinline
 func markFrame7(f func()) { f() }
 
+// callMarked runs f in the marker frame of slot (1 to markSlots). Direct
+// calls, not a call through markFrames, so that f does not escape: a
+// region's closure stays on its caller's stack.
+func callMarked(slot int32, f func()) {
+	switch slot {
+	case 1:
+		markFrame0(f)
+	case 2:
+		markFrame1(f)
+	case 3:
+		markFrame2(f)
+	case 4:
+		markFrame3(f)
+	case 5:
+		markFrame4(f)
+	case 6:
+		markFrame5(f)
+	case 7:
+		markFrame6(f)
+	default:
+		markFrame7(f)
+	}
+}
+
 var markFrames = [markSlots]func(func()){markFrame0, markFrame1, markFrame2, markFrame3, markFrame4, markFrame5, markFrame6, markFrame7}
 
 // markPCs holds, for each marker frame, the return address of its call of
@@ -564,7 +597,7 @@ func (c *Collector) region(f func()) {
 	slot := m.enter(c)
 	defer m.exit(slot)
 	if slot > 0 {
-		markFrames[slot-1](f)
+		callMarked(slot, f)
 		return
 	}
 	// No marker frame left: mark the goroutine by its ID.

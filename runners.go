@@ -39,8 +39,12 @@ const (
 type guardCall struct {
 	req       *Request
 	panicName string
-	f         func()
-	started   time.Time
+	// f is the user code to run; nil for the analysis of resp, which
+	// leaves items (see guardAnalysis).
+	f       func()
+	resp    *Response
+	items   []item
+	started time.Time
 	// state is the call's generation << callPhaseBits | its phase. The
 	// runner moves a running call to returned, giveUp to abandoned,
 	// whichever comes first; the winner signals the runner's done.
@@ -93,6 +97,8 @@ func (rn *callRunner) giveUpLater(d time.Duration) *time.Timer {
 type guardResult struct {
 	exitErr  error
 	panicked bool
+	// items are what the analysis left (guardAnalysis).
+	items []item
 }
 
 // guard runs f, the part of a stage that runs user code for req, on one of
@@ -102,10 +108,27 @@ type guardResult struct {
 // and f, if it ever returns, finds req finished and stops there. A panic
 // that escapes f is reported as a *CallbackPanicError named panicName.
 func (r *run) guard(req *Request, panicName string, f func()) (res guardResult, ok bool) {
+	return r.guardRun(req, panicName, f, nil)
+}
+
+// guardAnalysis is guard for the analysis of resp, the page's callbacks,
+// in its request's region: a call per page that needs no closure.
+func (r *run) guardAnalysis(resp *Response) (res guardResult, ok bool) {
+	return r.guardRun(resp.Request, "engine", nil, resp)
+}
+
+// analyzeMarked runs the analysis of resp in its request's region.
+func (r *run) analyzeMarked(resp *Response) (items []item) {
+	r.c.markCallbacksFor(resp.Request, func() { items = r.c.analyze(r, resp) })
+	return items
+}
+
+// guardRun is guard running f, or the analysis of resp when f is nil.
+func (r *run) guardRun(req *Request, panicName string, f func(), resp *Response) (res guardResult, ok bool) {
 	r.callsMu.Lock()
 	rn := r.takeRunner()
 	g := &rn.g
-	g.req, g.panicName, g.f, g.started = req, panicName, f, time.Now()
+	g.req, g.panicName, g.f, g.resp, g.started = req, panicName, f, resp, time.Now()
 	if r.reaping {
 		// The run is stopping and its grace has run out once already:
 		// this call gets a grace of its own.
@@ -121,7 +144,7 @@ func (r *run) guard(req *Request, panicName string, f func()) (res guardResult, 
 		g.timer = nil
 	}
 	if !abandoned {
-		res = guardResult{exitErr: g.exitErr, panicked: g.panicked}
+		res = guardResult{exitErr: g.exitErr, panicked: g.panicked, items: g.items}
 	}
 	if abandoned || rn.exited {
 		r.writeOff(rn)
@@ -129,7 +152,7 @@ func (r *run) guard(req *Request, panicName string, f func()) (res guardResult, 
 		// The next call is a new generation: a timer or reap left over
 		// from this one finds it so and does nothing.
 		g.state.Store((g.gen() + 1) << callPhaseBits)
-		g.req, g.f, g.exitErr, g.panicked = nil, nil, nil, false
+		g.req, g.f, g.resp, g.items, g.exitErr, g.panicked = nil, nil, nil, nil, nil, false
 		r.putRunner(rn)
 	}
 	r.callsMu.Unlock()
@@ -223,7 +246,11 @@ func (r *run) runCall(rn *callRunner) (again bool) {
 			rn.done <- struct{}{}
 		}
 	}()
-	g.f()
+	if g.f != nil {
+		g.f()
+	} else {
+		g.items = r.analyzeMarked(g.resp)
+	}
 	returned = true
 	return true
 }

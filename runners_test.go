@@ -233,3 +233,32 @@ func TestStuckRunnerWrittenOff(t *testing.T) {
 		t.Errorf("OnHTML(p.x) ran for %d pages after a new Visit, want %d", got, pages)
 	}
 }
+
+// BenchmarkGuard is what a stage call that runs user code pays to be
+// guarded (see run.guard): the hand-off to a runner and back, with nothing
+// to run.
+func BenchmarkGuard(b *testing.B) {
+	c := NewCollector()
+	r := newGuardBenchRun(c)
+	req := &Request{}
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := r.guard(req, "engine", func() { n++ }); !ok {
+			b.Fatal("call abandoned")
+		}
+	}
+	if n != b.N {
+		b.Fatalf("ran %d calls, want %d", n, b.N)
+	}
+	stopGuardBenchRun(r)
+}
+
+// newGuardBenchRun is a run with nothing but its callback runners.
+func newGuardBenchRun(c *Collector) *run {
+	r := &run{c: c, cfg: c.snapshot()}
+	r.runnersQuit = make(chan struct{})
+	return r
+}
+
+func stopGuardBenchRun(r *run) { r.closeRunners() }
