@@ -328,7 +328,7 @@ func (r *run) drainErrors() {
 }
 
 // processItemGuarded is the scheduler's pipeline function: processItem on a
-// guarded goroutine (see guard), since item processors are user code.
+// callback runner (see guard), since item processors are user code.
 func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err error) {
 	req := it.page.resp.Request
 	req.running.Store(&labelItemPipeline)
