@@ -286,10 +286,7 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]item, [
 		r.finish(req, resp.err)
 		return nil, nil
 	}
-	var items []item
-	g, ok := r.guard(req, "engine", func() {
-		r.c.markCallbacksFor(req, func() { items = r.c.analyze(r, resp) })
-	})
+	g, ok := r.guardAnalysis(resp)
 	if ok && g.exitErr != nil {
 		// runtime.Goexit in a callback (or an escaped panic, a bug):
 		// the request never reached finish.
@@ -299,7 +296,7 @@ func (r *run) analyze(_ context.Context, resp *Response, _ io.Reader) ([]item, [
 	if !ok {
 		return nil, nil // finished as stuck
 	}
-	return items, nil
+	return g.items, nil
 }
 
 // analyzeLeftovers runs the callbacks of responses that were downloaded
@@ -311,8 +308,6 @@ func (r *run) analyzeLeftovers() {
 		if resp == nil || resp.err != nil || resp.aborted {
 			continue
 		}
-		r.guard(resp.Request, "engine", func() {
-			r.c.markCallbacksFor(resp.Request, func() { r.c.analyze(r, resp) })
-		})
+		r.guardAnalysis(resp)
 	}
 }

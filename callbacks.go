@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/xpath"
@@ -352,153 +351,6 @@ func urlString(r *Request) string {
 	return r.URL.String()
 }
 
-// guardCall is one stage call that runs user code for a request (see guard).
-type guardCall struct {
-	req     *Request
-	started time.Time
-	// done is closed when f has returned, or ended by a panic or
-	// runtime.Goexit (then exitErr is set, and panicked for a panic).
-	done     chan struct{}
-	exitErr  error
-	panicked bool
-	// abandon is closed by giveUp: the stage stops waiting for f.
-	abandon chan struct{}
-	once    sync.Once
-	// timer, once the run reaps, gives up on the call when it has run for
-	// the grace (guarded by the run's callsMu).
-	timer *time.Timer
-}
-
-func (g *guardCall) giveUp() { g.once.Do(func() { close(g.abandon) }) }
-
-// guard runs f, the part of a stage that runs user code for req, on a
-// goroutine of its own and waits for it, so that a callback that never
-// returns can be abandoned when the run stops (see reap): Go cannot end a
-// goroutine from outside, but the stage's worker, which the run must wait
-// for, need not wait with it. It reports false when f was abandoned; req is
-// then finished as stuck (finishStuck), and f's goroutine, if it ever
-// returns, finds req finished and stops there. A panic that escapes f is
-// reported as a *CallbackPanicError named panicName, and runtime.Goexit in a
-// callback as goexitError does, in g.exitErr.
-//
-// One goroutine per response (not per callback) costs about a microsecond,
-// small beside parsing the page.
-func (r *run) guard(req *Request, panicName string, f func()) (g *guardCall, ok bool) {
-	g = &guardCall{req: req, started: time.Now(), done: make(chan struct{}), abandon: make(chan struct{})}
-	r.callsMu.Lock()
-	r.calls[g] = struct{}{}
-	if r.reaping {
-		// The run is stopping and its grace has run out once already:
-		// this call gets a grace of its own.
-		g.timer = time.AfterFunc(r.grace(), g.giveUp)
-	}
-	r.callsMu.Unlock()
-	go func() {
-		returned := false
-		defer func() {
-			if !returned {
-				// On this goroutine: goexitError finds the callback
-				// that safely noted here.
-				if v := recover(); v != nil {
-					g.panicked = true
-					g.exitErr = &CallbackPanicError{Callback: panicName, Value: v, Stack: debug.Stack()}
-				} else {
-					g.exitErr = r.c.goexitError(nil)
-				}
-			}
-			close(g.done)
-		}()
-		f()
-		returned = true
-	}()
-	select {
-	case <-g.done:
-	case <-g.abandon:
-	}
-	r.callsMu.Lock()
-	delete(r.calls, g)
-	if g.timer != nil {
-		g.timer.Stop()
-	}
-	r.callsMu.Unlock()
-	select {
-	case <-g.done:
-		return g, true
-	default:
-	}
-	r.finishStuck(g)
-	return g, false
-}
-
-// reap abandons every call that has run user code for the grace already,
-// and gives each other call, and every call that starts from now on, the
-// rest of its grace: a callback that started a moment ago is not stuck.
-func (r *run) reap() {
-	grace := r.grace()
-	r.callsMu.Lock()
-	r.reaping = true
-	var stuck []*guardCall
-	for g := range r.calls {
-		switch ran := time.Since(g.started); {
-		case ran >= grace:
-			stuck = append(stuck, g)
-		case g.timer == nil:
-			g.timer = time.AfterFunc(grace-ran, g.giveUp)
-		}
-	}
-	r.callsMu.Unlock()
-	for _, g := range stuck {
-		g.giveUp()
-	}
-}
-
-// finishStuck finishes the request of an abandoned call with a
-// *CallbackStuckError, which OnError receives, unless the call finished it
-// meanwhile. A queue run
-// that is stopping leaves the entry to front.close, which releases it with
-// a context of its own.
-func (r *run) finishStuck(g *guardCall) {
-	req := g.req
-	if !req.finished.CompareAndSwap(false, true) {
-		return
-	}
-	label := req.running.Load()
-	if label == nil {
-		label = &callbackLabel{kind: "callback"}
-	}
-	err := &CallbackStuckError{Callback: label.kind, Selector: label.selector, URL: logURL(req), Running: time.Since(g.started)}
-	r.callsMu.Lock()
-	r.stuck = append(r.stuck, err)
-	r.callsMu.Unlock()
-	r.c.logger.Error("callback did not return; abandoned", "url", logURL(req), "method", req.Method,
-		"request_id", req.ID, "duration", err.Running, "err", err)
-	req.setFinal(req.attempt, err)
-	if req.root != nil {
-		req.root.setFinal(req.attempt, err)
-	}
-	// OnError hears of it, on a guarded goroutine too: the run is reaping,
-	// so an OnError that blocks as well is abandoned after the grace. The
-	// stuck goroutine no longer speaks for req (see regionGID): this
-	// OnError has a region and token of its own.
-	req.regionGID.Store(0)
-	r.guard(req, "OnError", func() {
-		r.c.newRegion(func(token uint64) {
-			r.c.handleOnErrorAs(&Response{Request: req, Ctx: req.Ctx}, token, err)
-		})
-	})
-	if !r.queueMode || r.ctx.Err() == nil {
-		r.front.finish(r.ctx, req, false)
-	}
-	r.settled()
-}
-
-// stuckErrors returns the callbacks the run abandoned.
-func (r *run) stuckErrors() []error {
-	r.callsMu.Lock()
-	defer r.callsMu.Unlock()
-	return slices.Clone(r.stuck)
-}
-
 // serialCallbacks keeps a synchronous collector's callbacks from running
 // concurrently, as they never do in Colly, where a sync crawl runs on the
 // caller's goroutine: a sync program may append to a slice from OnHTML
@@ -552,6 +404,11 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	if s.off.Load() {
 		return noRelease, nil
 	}
+	if req != nil && req.run != nil && req.run.takesNoTurns() {
+		// A request of an async crawl: no lock (this is once per
+		// callback call, an OnHTML's for each element).
+		return noRelease, nil
+	}
 	c.runMu.Lock()
 	r := c.run
 	c.runMu.Unlock()
@@ -559,7 +416,7 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	// belongs to, recorded while it holds the turn.
 	var done, mine <-chan struct{}
 	if r != nil {
-		if r.cfg.async || (r.queueMode && cap(r.tokens) > 1) {
+		if r.takesNoTurns() {
 			return noRelease, nil
 		}
 		done = r.ctx.Done()
@@ -592,6 +449,10 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 	}
 	return s.release, nil
 }
+
+// takesNoTurns reports whether r's callbacks run concurrently: an async
+// crawl's, or a queue run's with more than one thread.
+func (r *run) takesNoTurns() bool { return r.cfg.async || (r.queueMode && cap(r.tokens) > 1) }
 
 // init makes the turn and the function that gives it back, once: a
 // callback that takes the turn allocates neither.
@@ -654,6 +515,30 @@ func markFrame6(f func()) { f() }
 //go:noinline
 func markFrame7(f func()) { f() }
 
+// callMarked runs f in the marker frame of slot (1 to markSlots). Direct
+// calls, not a call through markFrames, so that f does not escape: a
+// region's closure stays on its caller's stack.
+func callMarked(slot int32, f func()) {
+	switch slot {
+	case 1:
+		markFrame0(f)
+	case 2:
+		markFrame1(f)
+	case 3:
+		markFrame2(f)
+	case 4:
+		markFrame3(f)
+	case 5:
+		markFrame4(f)
+	case 6:
+		markFrame5(f)
+	case 7:
+		markFrame6(f)
+	default:
+		markFrame7(f)
+	}
+}
+
 var markFrames = [markSlots]func(func()){markFrame0, markFrame1, markFrame2, markFrame3, markFrame4, markFrame5, markFrame6, markFrame7}
 
 // markPCs holds, for each marker frame, the return address of its call of
@@ -712,7 +597,7 @@ func (c *Collector) region(f func()) {
 	slot := m.enter(c)
 	defer m.exit(slot)
 	if slot > 0 {
-		markFrames[slot-1](f)
+		callMarked(slot, f)
 		return
 	}
 	// No marker frame left: mark the goroutine by its ID.

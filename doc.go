@@ -96,7 +96,8 @@
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue
 //	             flight.go          a request's bookkeeping in flight: run, tries, marks, host's turn, callbacks
-//	             callbacks.go       running user code: registration, panics, the callback mark, guard
+//	             callbacks.go       running user code: registration, panics, the callback mark
+//	             runners.go         the callback runners: guard, reap, stuck callbacks
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //
 // # The goroutines of a crawl
@@ -124,9 +125,11 @@
 //     run.analyze (the response callbacks), one pipeline worker runs the
 //     item processors. A pool sized by the limits grows and shrinks with
 //     the downloads the gate lets start.
-//   - a guard goroutine per stage call that runs user code (run.guard,
-//     callbacks.go): the worker waits for it, or gives it up as stuck after
-//     StopGrace once the run stops.
+//   - the callback runners (run.guard, runners.go), started by the run as
+//     stage calls that run user code need them and ended by run.shutdown:
+//     a worker hands its call to an idle runner and waits for it, or gives
+//     it up as stuck after StopGrace once the run stops (the runner is then
+//     written off and exits when the callback returns).
 //   - the lease renewer (queueFrontier.renewLoop, started by the queue
 //     frontier's first lease, stopped by its close): renews the leases a
 //     queue run holds.

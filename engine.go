@@ -54,15 +54,9 @@ type run struct {
 	stopOnce sync.Once
 	// stopped is closed when every goroutine of the run has exited.
 	stopped chan struct{}
-	// callsMu guards calls, reaping and stuck.
-	callsMu sync.Mutex
-	// calls are the stage calls running user code now (see guard).
-	calls map[*guardCall]struct{}
-	// reaping is set once the run, stopping, has given up waiting for
-	// callbacks: from then on each call waits at most the grace.
-	reaping bool
-	// stuck are the callbacks abandoned (*CallbackStuckError).
-	stuck []error
+	// runnerFields are the callback runners, the calls they run, and the
+	// calls given up as stuck (see guard).
+	runnerFields
 	// cutShort counts a queue run's requests whose fetch the stop cut
 	// short in flight: OnError heard of them, and their entries went back
 	// to the queue (see countLeftInQueue).
@@ -135,7 +129,6 @@ func (c *Collector) newRun(cfg *config, front frontier, workers int, auto, queue
 		tokens:  make(chan struct{}, workers),
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
-		calls:   map[*guardCall]struct{}{},
 		gate:    limits.NewGate[*Request](c.shared.limiter, parked),
 		sched:   scheduler.New[*Request, *Response, item](),
 	}
@@ -145,6 +138,7 @@ func (c *Collector) newRun(cfg *config, front frontier, workers int, auto, queue
 	if auto {
 		r.gate.SetHostCap(DefaultHostParallelism)
 	}
+	r.runnersQuit = make(chan struct{})
 	r.feedCtx, r.stopFeed = context.WithCancel(ctx)
 	return r
 }
@@ -334,7 +328,7 @@ func (r *run) drainErrors() {
 }
 
 // processItemGuarded is the scheduler's pipeline function: processItem on a
-// guarded goroutine (see guard), since item processors are user code.
+// callback runner (see guard), since item processors are user code.
 func (r *run) processItemGuarded(ctx context.Context, it item) (out item, err error) {
 	req := it.page.resp.Request
 	req.running.Store(&labelItemPipeline)
@@ -536,6 +530,7 @@ func (r *run) shutdown() {
 		r.dropLeftovers()
 		r.dropUnstarted(r.front.close()...)
 		r.c.logger.Info("crawl stopped", "requests", r.c.requestCount.Load(), "responses", r.c.responseCount.Load())
+		r.closeRunners()
 		close(r.stopped)
 	})
 	<-r.stopped
