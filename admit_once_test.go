@@ -1,0 +1,229 @@
+package magpie
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// countChecks counts the admission steps run for c's requests and links
+// (see noteCheck) until the test ends.
+func countChecks(t *testing.T, c *Collector) func() map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	hook := func(hc *Collector, step string) {
+		if hc != c {
+			return // another test's crawl, still winding down
+		}
+		mu.Lock()
+		counts[step]++
+		mu.Unlock()
+	}
+	if !checkHook.CompareAndSwap(nil, &hook) {
+		t.Fatal("checkHook is set by another test")
+	}
+	t.Cleanup(func() { checkHook.Store(nil) })
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
+}
+
+// linkOutcome is what one Request.Visit of a crawl gave.
+type linkOutcome struct {
+	err    string
+	reason string // the refusal reason err is, "" for nil
+}
+
+// onceSite serves a tree of pages /p/0 … /p/n-1 whose every page links to
+// its two children (new links), to the root (visited), to a foreign host, to
+// a filtered path, to a path robots.txt disallows, with a fragment, and to a
+// mailto: address, so that a crawl meets every kind of refusal knownLink
+// decides as well as new links.
+func onceSite(t *testing.T, n int) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+	})
+	mux.HandleFunc("/p/{n}", func(w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.Atoi(r.PathValue("n"))
+		if err != nil || i >= n {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		for _, child := range []int{2*i + 1, 2*i + 2} {
+			if child < n {
+				fmt.Fprintf(w, `<a href="/p/%d">c</a>`, child)
+			}
+		}
+		fmt.Fprintf(w, `<a href="/p/0">root</a><a href="http://other.invalid/p/%d">foreign</a>`, i)
+		fmt.Fprintf(w, `<a href="/skip/%d">filtered</a><a href="/private/%d">robots</a>`, i, i)
+		fmt.Fprintf(w, `<a href="/p/0#top">fragment</a><a href="mailto:x@example.com">mail</a>`)
+		fmt.Fprintf(w, `<a href="http://%s/p/%d?q=1">query</a>`, r.Host, i)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLinkCheckedOnce: each link of a crawl is checked (URL, robots.txt) and
+// keyed at most once on its way in, whether it ends refused or admitted and
+// whether it takes knownLink's way (nothing listens to refusals) or the
+// whole way (an OnRefused callback listens); and both ways give every link
+// the same error, count the same refusals, use the same request IDs and
+// fetch the same pages.
+func TestLinkCheckedOnce(t *testing.T) {
+	const pages = 40
+	srv := onceSite(t, pages)
+	type result struct {
+		outcomes map[string]linkOutcome
+		checks   map[string]int
+		refused  map[string]uint64
+		fetched  []string
+		lastID   uint32
+	}
+	crawl := func(t *testing.T, listen bool) result {
+		c := NewCollector(Async(true), Workers(4), MaxDepth(5), AllowedDomains("127.0.0.1"),
+			DisallowedURLFilters(regexp.MustCompile(`/skip/`)))
+		checks := countChecks(t, c)
+		var mu sync.Mutex
+		res := result{outcomes: map[string]linkOutcome{}}
+		c.OnHTML("a[href]", func(e *HTMLElement) {
+			href := e.Attr("href")
+			err := e.Request.Visit(href)
+			o := linkOutcome{}
+			if err != nil {
+				o = linkOutcome{err: err.Error(), reason: refusalReason(err)}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.outcomes[e.Request.URL.RequestURI()+" -> "+href] = o
+		})
+		c.OnResponse(func(r *Response) {
+			mu.Lock()
+			defer mu.Unlock()
+			res.fetched = append(res.fetched, r.Request.URL.String())
+		})
+		if listen {
+			c.OnRefused(func(*Request, error) {})
+		}
+		if err := c.Visit(srv.URL + "/p/0"); err != nil {
+			t.Fatalf("Visit: %v", err)
+		}
+		c.Wait()
+		res.checks, res.refused, res.lastID = checks(), c.Stats().Refused, c.nextID.Load()
+		slices.Sort(res.fetched)
+		return res
+	}
+	var got [2]result
+	for i, listen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnRefused=%v", listen), func(t *testing.T) {
+			r := crawl(t, listen)
+			got[i] = r
+			// Each Visit checks its URL once; those that pass, robots.txt
+			// once; those that pass that, their key once. The seed too.
+			var visits, passURL, passRobots int
+			for _, o := range r.outcomes {
+				visits++
+				if o.reason == RefusedDomain || o.reason == RefusedURLFilter || o.reason == RefusedDepth ||
+					o.reason == RefusedScheme {
+					continue
+				}
+				passURL++
+				if o.reason == RefusedRobots {
+					continue
+				}
+				passRobots++
+			}
+			if visits == 0 || len(r.fetched) < pages/2 {
+				t.Fatalf("crawl followed %d links and fetched %d pages; the site was not crawled", visits, len(r.fetched))
+			}
+			want := map[string]int{
+				checkURLStep:    visits + 1,
+				checkRobotsStep: passURL + 1,
+				checkKeyStep:    passRobots + 1,
+			}
+			for step, n := range want {
+				if got := r.checks[step]; got != n {
+					t.Errorf("%s ran %d times, want %d (once for the seed and each link that got that far)", step, got, n)
+				}
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	fast, slow := got[0], got[1]
+	if !maps.Equal(fast.outcomes, slow.outcomes) {
+		for k, o := range fast.outcomes {
+			if slow.outcomes[k] != o {
+				t.Errorf("link %s: %+v without OnRefused, %+v with it", k, o, slow.outcomes[k])
+			}
+		}
+	}
+	if !maps.Equal(fast.refused, slow.refused) {
+		t.Errorf("Stats().Refused = %v without OnRefused, %v with it", fast.refused, slow.refused)
+	}
+	if !slices.Equal(fast.fetched, slow.fetched) {
+		t.Errorf("fetched %v without OnRefused, %v with it", fast.fetched, slow.fetched)
+	}
+	if fast.lastID != slow.lastID {
+		t.Errorf("last request ID %d without OnRefused, %d with it: a refused link must take the ID its Request would have", fast.lastID, slow.lastID)
+	}
+	for _, reason := range []string{RefusedVisited, RefusedDomain, RefusedURLFilter, RefusedRobots, RefusedDepth} {
+		if fast.refused[reason] == 0 {
+			t.Errorf("no refusal for %q: the site no longer covers it", reason)
+		}
+	}
+}
+
+// TestLinkRefusalErrors: a link refused by knownLink returns the error the
+// whole way of admission gives, errors.Is-able as before.
+func TestLinkRefusalErrors(t *testing.T) {
+	srv := onceSite(t, 3)
+	c := NewCollector(MaxDepth(2), AllowedDomains("127.0.0.1"), DisallowedURLFilters(regexp.MustCompile(`/skip/`)))
+	errs := map[string]error{}
+	c.OnResponse(func(r *Response) {
+		switch r.Request.URL.Path {
+		case "/p/0": // depth 1
+			for _, href := range []string{"/p/0", "http://other.invalid/p/0", "/skip/0", "/private/0", "/p/1"} {
+				errs[href] = r.Request.Visit(href)
+			}
+		case "/p/1": // depth 2: its links are too deep
+			errs["/p/2"] = r.Request.Visit("/p/2")
+		}
+	})
+	if err := c.Visit(srv.URL + "/p/0"); err != nil {
+		t.Fatalf("Visit: %v", err)
+	}
+	want := map[string]error{
+		"http://other.invalid/p/0": ErrForbiddenDomain,
+		"/skip/0":                  ErrForbiddenURL,
+		"/private/0":               ErrRobotsTxtBlocked,
+		"/p/1":                     nil,
+		"/p/2":                     ErrMaxDepth,
+	}
+	for href, w := range want {
+		if !errors.Is(errs[href], w) {
+			t.Errorf("Visit(%q) error = %v, want %v", href, errs[href], w)
+		}
+	}
+	if av, ok := errors.AsType[*AlreadyVisitedError](errs["/p/0"]); !ok || av.Destination.String() != srv.URL+"/p/0" {
+		t.Errorf("Visit(%q) error = %v, want *AlreadyVisitedError for %s", "/p/0", errs["/p/0"], srv.URL+"/p/0")
+	}
+	wantRefused := map[string]uint64{RefusedDomain: 1, RefusedURLFilter: 1, RefusedRobots: 1, RefusedDepth: 1, RefusedVisited: 1}
+	if got := c.Stats().Refused; !maps.Equal(got, wantRefused) {
+		t.Errorf("Stats().Refused = %v, want %v", got, wantRefused)
+	}
+}
