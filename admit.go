@@ -198,23 +198,6 @@ func (c *Collector) refuseLink(abs *url.URL, err error) (*url.URL, bool, error) 
 	return nil, true, err
 }
 
-// linkRobots is admit's robots.txt check for a link: the time to wait for a
-// robots.txt that cannot be fetched now, or the error that refuses it.
-func (c *Collector) linkRobots(ctx context.Context, cfg *config, slab *linkSlab, u *url.URL, ua string) (time.Time, error) {
-	noteCheck(c, checkRobotsStep)
-	err := c.checkRobots(ctx, cfg, u, ua)
-	if err == nil {
-		return time.Time{}, nil
-	}
-	if pending, ok := errors.AsType[*robotsPendingError](err); ok {
-		return pending.Until, nil
-	}
-	if _, ok := errors.AsType[*hostDownError](err); ok {
-		return time.Now(), nil
-	}
-	return time.Time{}, err
-}
-
 // linkVerdict is what knownLink learnt of a new link: its visited key, the
 // User-Agent its robots.txt was checked for and, when that robots.txt
 // cannot be fetched now, the time the link waits until.
@@ -266,6 +249,10 @@ type linkSlab struct {
 	n     atomic.Int32
 	links [16]visitedLink
 
+	// robots is the rules of the host the page's links last went to, for
+	// their User-Agent (see linkRobots).
+	robots atomic.Pointer[robotsMemo]
+
 	// mu guards parentOf and parent.
 	mu sync.Mutex
 	// parent is the page's URL as new links record it (Request.parentURL),
@@ -303,9 +290,16 @@ func (r *Request) linkSlot() (*linkSlab, *visitedLink) {
 	if x := slab.next(); x != nil {
 		return slab, x
 	}
-	slab = &linkSlab{}
-	r.pageLinks.Store(slab)
-	return slab, slab.next()
+	// What the page's links share goes on to the next slab.
+	next := &linkSlab{}
+	if slab != nil {
+		next.robots.Store(slab.robots.Load())
+		slab.mu.Lock()
+		next.parentOf, next.parent = slab.parentOf, slab.parent
+		slab.mu.Unlock()
+	}
+	r.pageLinks.Store(next)
+	return next, next.next()
 }
 
 // Admission steps a test may count (see noteCheck).
@@ -620,6 +614,15 @@ func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
 // whether this call added it.
 func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 	st := c.storage()
+	if ms, ok := st.(*storage.InMemoryStorage); ok {
+		// Called on its type, the key's slice stays on the stack; through
+		// the interface it would be an allocation per request.
+		added, err := ms.AddVisited(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		return len(added) == 1 && added[0], nil
+	}
 	if vs, ok := st.(storage.VisitedSet); ok {
 		added, err := vs.AddVisited(ctx, key)
 		if err != nil {

@@ -227,3 +227,129 @@ func TestLinkRefusalErrors(t *testing.T) {
 		t.Errorf("Stats().Refused = %v, want %v", got, wantRefused)
 	}
 }
+
+// TestNewLinkAllocations: admitting a new link costs a handful of
+// allocations: its Request (URL and Headers in the same block), its
+// headers and Context, its visited mark and its place in the frontier.
+func TestNewLinkAllocations(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/">home</a>`)
+	}))
+	t.Cleanup(srv.Close)
+	c := NewCollector(IgnoreRobotsTxt())
+	var allocs float64
+	var err error
+	hrefs := make([]string, 1000)
+	for i := range hrefs {
+		hrefs[i] = "/n/" + strconv.Itoa(i)
+	}
+	c.OnHTML("a[href]", func(e *HTMLElement) {
+		if e.Request.URL.Path != "/" {
+			return
+		}
+		i := 0
+		allocs = testing.AllocsPerRun(200, func() {
+			err = e.Request.Visit(hrefs[i])
+			i++
+		})
+	})
+	if err := c.Visit(srv.URL + "/"); err != nil {
+		t.Fatalf("Visit: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Visit of a new link: %v", err)
+	}
+	if allocs > 5 {
+		t.Errorf("admitting a new link: %v allocations, want at most 5", allocs)
+	}
+}
+
+// BenchmarkVisitKnownLink is Request.Visit of a link knownLink refuses as
+// visited, with robots.txt obeyed and nobody listening to refusals: the
+// common end of a link in a crawl.
+func BenchmarkVisitKnownLink(b *testing.B) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\nCrawl-delay: 0.001\n")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/">home</a>`)
+	})
+	srv := httptest.NewServer(mux)
+	b.Cleanup(srv.Close)
+	c := NewCollector(AllowedDomains("127.0.0.1"))
+	c.OnHTML("a[href]", func(e *HTMLElement) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := errors.AsType[*AlreadyVisitedError](e.Request.Visit("/?a=1")); !ok {
+				b.Fatal("Visit of a visited page was not refused as visited")
+			}
+		}
+	})
+	if err := c.Visit(srv.URL + "/?a=1"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestLinkRobotsPerPage: the robots.txt rules a page's links are tested
+// against are looked up once per host and kept for the page, and give each
+// link the verdict the whole way gives: the User-Agent's own group, each
+// host its own rules (links alternate between hosts), a query tested with
+// the path, a host without robots.txt allowing all.
+func TestLinkRobotsPerPage(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NotFound(w, r) // robots.txt too: everything allowed
+	}))
+	t.Cleanup(other.Close)
+	links := []string{"/bot/1", other.URL + "/bot/1", "/private/1", "/bot/2?q=1", other.URL + "/x", "/ok", "/ok?bot=1", other.URL + "/bot/2"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n\nUser-agent: magpiebot\nDisallow: /bot/\nDisallow: /*?bot=\n")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for _, l := range links {
+				fmt.Fprintf(w, `<a href="%s">l</a>`, l)
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	crawl := func(listen bool) map[string]string {
+		c := NewCollector(UserAgent("MagpieBot/1.0"))
+		checks := countChecks(t, c)
+		got := map[string]string{}
+		c.OnHTML("a[href]", func(e *HTMLElement) {
+			if e.Request.URL.Path != "/" {
+				return
+			}
+			href := e.Attr("href")
+			got[href] = fmt.Sprint(e.Request.Visit(href))
+		})
+		if listen {
+			c.OnRefused(func(*Request, error) {})
+		}
+		if err := c.Visit(srv.URL + "/"); err != nil {
+			t.Fatalf("Visit: %v", err)
+		}
+		if n := checks()[checkRobotsStep]; n != len(links)+1 {
+			t.Errorf("OnRefused=%v: robots.txt checked %d times, want %d (the seed and each link once)", listen, n, len(links)+1)
+		}
+		checkHook.Store(nil)
+		return got
+	}
+	fast, slow := crawl(false), crawl(true)
+	blocked := fmt.Sprint(ErrRobotsTxtBlocked)
+	for _, l := range links {
+		want := "<nil>"
+		if l == "/bot/1" || l == "/bot/2?q=1" || l == "/ok?bot=1" {
+			want = blocked
+		}
+		if fast[l] != want || slow[l] != want {
+			t.Errorf("Visit(%q) = %s without OnRefused, %s with it; want %s", l, fast[l], slow[l], want)
+		}
+	}
+}
