@@ -252,6 +252,10 @@ type linkSlab struct {
 	// robots is the rules of the host the page's links last went to, for
 	// their User-Agent (see linkRobots).
 	robots atomic.Pointer[robotsMemo]
+	// memo is the first robotsMemo made for the slab's links, written
+	// once by whoever sets memoTaken, before robots points to it.
+	memo      robotsMemo
+	memoTaken atomic.Bool
 
 	// mu guards parentOf and parent.
 	mu sync.Mutex

@@ -55,28 +55,30 @@ func (m *robotsMemo) allowed(u *url.URL) bool {
 	return m.group.Test(p)
 }
 
-// memoFor returns the rules the cache holds for u's host, fetched, fresh and
-// usable, for ua; nil when it holds none such (none yet, in flight, failed,
-// expired or to be fetched again), and the link is checked the long way.
-func (rc *robotsCache) memoFor(u *url.URL, ua string) *robotsMemo {
+// memoFor fills m with the rules the cache holds for u's host, fetched,
+// fresh and usable, for ua, and reports whether it holds such; when it
+// holds none (none yet, in flight, failed, expired or to be fetched again)
+// m is left alone and the link is checked the long way.
+func (rc *robotsCache) memoFor(u *url.URL, ua string, m *robotsMemo) bool {
 	key := robotsKey(u)
 	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	el, ok := rc.entries[key]
 	if !ok {
-		return nil
+		return false
 	}
 	e := el.Value.(*robotsEntry)
 	select {
 	case <-e.done:
 	default:
-		return nil
+		return false
 	}
 	if e.retry || e.err != nil || e.data == nil || !now.Before(e.expires) {
-		return nil
+		return false
 	}
-	return &robotsMemo{scheme: u.Scheme, host: u.Host, ua: ua, data: e.data, group: e.data.FindGroup(ua)}
+	*m = robotsMemo{scheme: u.Scheme, host: u.Host, ua: ua, data: e.data, group: e.data.FindGroup(ua)}
+	return true
 }
 
 // linkRobots is admit's robots.txt check for a link of a page whose links
@@ -97,7 +99,13 @@ func (c *Collector) linkRobots(ctx context.Context, cfg *config, slab *linkSlab,
 	}
 	err := c.checkRobots(ctx, cfg, u, ua)
 	if err == nil || errors.Is(err, ErrRobotsTxtBlocked) {
-		if m := c.shared.robots.memoFor(u, ua); m != nil {
+		// The slab's own memo serves its first host; a page whose
+		// links go to several hosts makes more.
+		m := &slab.memo
+		if !slab.memoTaken.CompareAndSwap(false, true) {
+			m = new(robotsMemo)
+		}
+		if c.shared.robots.memoFor(u, ua, m) {
 			slab.robots.Store(m)
 		}
 	}
