@@ -108,15 +108,15 @@ func (c *Collector) submitChild(req *Request) error {
 }
 
 // knownLink takes a link of parent's page the short way: it resolves,
-// checks and keys the link once, and builds a Request only for a link that
-// is new. It may do so when nothing would see the Request of a refused link:
-// no OnRefused callback, no debug log, no recrawl, and a visited set in
-// memory, where looking a key up costs less than the Request. Most links of
-// a crawl are already visited (each page is linked from many), so the common
-// end of a link is a refusal at one allocation: the URL and the error share
-// it. The link must be a GET without body or headers of its own
-// (Request.Visit), and href something urlkey.ResolvePlain reads (it never
-// has a fragment).
+// checks and keys the link once, with no recrawl, revisits allowed or queue
+// run in the way and a visited set in memory, where looking a key up costs
+// less than a Request. A link that passes goes on to admission; a refused
+// one gets a Request only when something would see it (an OnRefused
+// callback, the debug log). Most links of a crawl are already visited (each
+// page is linked from many), so the common end of a link is a refusal at one
+// allocation: the URL and the error share it. The link must be a GET
+// without body or headers of its own (Request.Visit), and href something
+// urlkey.ResolvePlain reads (it never has a fragment).
 //
 // knownLink runs admit's checks in admit's order and refuses the link with
 // the error admit would give, counted under the same reason; a new link
@@ -134,9 +134,11 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 		return nil, false, nil
 	}
 	cfg := r.cfg
-	if cfg.recrawl != nil || cfg.allowRevisit || len(c.snapshotCallbacks().refused) > 0 || c.debugEnabled() {
+	if cfg.recrawl != nil || cfg.allowRevisit {
 		return nil, false, nil
 	}
+	// Whether anything sees a refused link's Request: then it is built.
+	heard := len(c.snapshotCallbacks().refused) > 0 || c.debugEnabled()
 	st, ok := c.storage().(*storage.InMemoryStorage)
 	if !ok {
 		return nil, false, nil
@@ -161,7 +163,7 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	}
 	noteCheck(c, checkURLStep)
 	if err := cfg.checkURL(abs, depth); err != nil {
-		return c.refuseLink(abs, err)
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{}, err)
 	}
 	ua := cfg.userAgent
 	if h := c.Headers; h != nil {
@@ -169,12 +171,15 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	}
 	wait, err := c.linkRobots(ctx, cfg, slab, abs, ua)
 	if err != nil {
-		return c.refuseLink(abs, err)
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{ua: ua}, err)
 	}
 	noteCheck(c, checkKeyStep)
 	key := urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)
 	if cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests { // else admit says ErrMaxRequests first
 		if seen, err := st.IsVisited(key); err == nil && seen {
+			if heard {
+				return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
+			}
 			c.nextID.Add(1) // the ID the Request would have taken
 			c.refusals.add(RefusedVisited)
 			x.err.Destination = abs
@@ -185,17 +190,41 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 }
 
 // refuseLink ends a link knownLink refused because of err, as admission
-// would have (the same error, counted under the same reason), without a
-// Request. An error that is no plain refusal (the crawl stopping, say), or
-// one that would reach OnError, goes the whole way instead.
-func (c *Collector) refuseLink(abs *url.URL, err error) (*url.URL, bool, error) {
+// would have: the same error, counted under the same reason, delivered with
+// a Request built for it when something (heard) would see that, else
+// without one. An error that is no plain refusal (the crawl stopping, say),
+// or one that would reach OnError, goes the whole way instead.
+func (c *Collector) refuseLink(parent *Request, slab *linkSlab, abs *url.URL, depth int, heard bool, v linkVerdict, err error) (*url.URL, bool, error) {
 	reason := refusalReason(err)
 	if reason == "" || c.Context != nil && c.Context.Err() != nil {
 		return own(abs), false, nil
 	}
+	if heard {
+		return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, v, err)
+	}
 	c.nextID.Add(1) // the ID the Request would have taken
 	c.refusals.add(reason)
 	return nil, true, err
+}
+
+// refuseLinkRequest builds the Request of a link knownLink refused and
+// hands it to the door submitChild hands a refused link to; a nil err
+// means that the link is already visited.
+func (c *Collector) refuseLinkRequest(parent *Request, slab *linkSlab, u *url.URL, depth int, v linkVerdict, err error) error {
+	req := c.linkRequest(parent, slab, u, depth)
+	if id := parent.regionGID.Load(); id != 0 {
+		// Made by parent's callbacks: the refusal's callbacks run nested,
+		// in their region.
+		req.regionGID.Store(id)
+		defer req.regionGID.Store(0)
+	}
+	req.visitKey, req.robotsUA = v.key, v.ua // what admit had set by then
+	if err == nil {
+		err = &AlreadyVisitedError{Destination: req.URL}
+	}
+	req.err = err
+	c.refuseMarked(req, err)
+	return err
 }
 
 // linkVerdict is what knownLink learnt of a new link: its visited key, the
@@ -210,7 +239,7 @@ type linkVerdict struct {
 // admitLink builds the Request of a new link knownLink checked and submits
 // it as childAt would, with the checks done (see admitChecks).
 func (c *Collector) admitLink(parent *Request, slab *linkSlab, u *url.URL, depth int, v linkVerdict) error {
-	req := c.newLinkRequest(u, depth, parent.Ctx.Clone())
+	req := c.linkRequest(parent, slab, u, depth)
 	if id := parent.regionGID.Load(); id != 0 {
 		// Made by parent's callbacks: a refusal's callbacks run nested, in
 		// their region.
@@ -219,11 +248,18 @@ func (c *Collector) admitLink(parent *Request, slab *linkSlab, u *url.URL, depth
 	}
 	req.checked = checkedURL | checkedRobots | checkedKey
 	req.visitKey, req.robotsUA, req.robotsWait = v.key, v.ua, v.wait
+	return c.submitChild(req)
+}
+
+// linkRequest builds the Request of a link of parent's page, as childAt
+// does.
+func (c *Collector) linkRequest(parent *Request, slab *linkSlab, u *url.URL, depth int) *Request {
+	req := c.newLinkRequest(u, depth, parent.Ctx.Clone())
 	req.checkRevisit = true
 	req.parentRun = parent.run
 	req.parentURL = slab.parentURL(parent)
 	req.pendingLink = true
-	return c.submitChild(req)
+	return req
 }
 
 // own copies a URL out of a linkSlab for a link that goes on to be

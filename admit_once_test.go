@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // countChecks counts the admission steps run for c's requests and links
@@ -78,11 +80,12 @@ func onceSite(t *testing.T, n int) *httptest.Server {
 }
 
 // TestLinkCheckedOnce: each link of a crawl is checked (URL, robots.txt) and
-// keyed at most once on its way in, whether it ends refused or admitted and
-// whether it takes knownLink's way (nothing listens to refusals) or the
-// whole way (an OnRefused callback listens); and both ways give every link
-// the same error, count the same refusals, use the same request IDs and
-// fetch the same pages.
+// keyed at most once on its way in, whether it ends refused or admitted,
+// whether it takes knownLink's way with or without an OnRefused callback
+// listening, or the whole way (a visited set knownLink does not look into);
+// and all three give every link the same error, count the same refusals,
+// use the same request IDs, show OnRefused the same requests and fetch the
+// same pages.
 func TestLinkCheckedOnce(t *testing.T) {
 	const pages = 40
 	srv := onceSite(t, pages)
@@ -91,11 +94,17 @@ func TestLinkCheckedOnce(t *testing.T) {
 		checks   map[string]int
 		refused  map[string]uint64
 		fetched  []string
+		heard    []string // what OnRefused saw
 		lastID   uint32
 	}
-	crawl := func(t *testing.T, listen bool) result {
+	crawl := func(t *testing.T, listen, wholeWay bool) result {
 		c := NewCollector(Async(true), Workers(4), MaxDepth(5), AllowedDomains("127.0.0.1"),
 			DisallowedURLFilters(regexp.MustCompile(`/skip/`)))
+		if wholeWay {
+			if err := c.SetStorage(wrappedStore{&storage.InMemoryStorage{}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		checks := countChecks(t, c)
 		var mu sync.Mutex
 		res := result{outcomes: map[string]linkOutcome{}}
@@ -116,7 +125,12 @@ func TestLinkCheckedOnce(t *testing.T) {
 			res.fetched = append(res.fetched, r.Request.URL.String())
 		})
 		if listen {
-			c.OnRefused(func(*Request, error) {})
+			c.OnRefused(func(r *Request, err error) {
+				s := fmt.Sprintf("%s depth %d parent %s: %v", r.URL, r.Depth, r.parentURL, err)
+				mu.Lock()
+				defer mu.Unlock()
+				res.heard = append(res.heard, s)
+			})
 		}
 		if err := c.Visit(srv.URL + "/p/0"); err != nil {
 			t.Fatalf("Visit: %v", err)
@@ -124,12 +138,17 @@ func TestLinkCheckedOnce(t *testing.T) {
 		c.Wait()
 		res.checks, res.refused, res.lastID = checks(), c.Stats().Refused, c.nextID.Load()
 		slices.Sort(res.fetched)
+		slices.Sort(res.heard)
 		return res
 	}
-	var got [2]result
-	for i, listen := range []bool{false, true} {
-		t.Run(fmt.Sprintf("OnRefused=%v", listen), func(t *testing.T) {
-			r := crawl(t, listen)
+	modes := []struct {
+		name             string
+		listen, wholeWay bool
+	}{{"knownLink", false, false}, {"knownLink+OnRefused", true, false}, {"whole way+OnRefused", true, true}}
+	got := make([]result, len(modes))
+	for i, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			r := crawl(t, m.listen, m.wholeWay)
 			got[i] = r
 			// Each Visit checks its URL once; those that pass, robots.txt
 			// once; those that pass that, their key once. The seed too.
@@ -164,29 +183,42 @@ func TestLinkCheckedOnce(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	fast, slow := got[0], got[1]
-	if !maps.Equal(fast.outcomes, slow.outcomes) {
-		for k, o := range fast.outcomes {
-			if slow.outcomes[k] != o {
-				t.Errorf("link %s: %+v without OnRefused, %+v with it", k, o, slow.outcomes[k])
+	whole := got[len(got)-1]
+	for i, r := range got[:len(got)-1] {
+		name := modes[i].name
+		if !maps.Equal(r.outcomes, whole.outcomes) {
+			for k, o := range r.outcomes {
+				if whole.outcomes[k] != o {
+					t.Errorf("%s: link %s: %+v, the whole way %+v", name, k, o, whole.outcomes[k])
+				}
 			}
 		}
-	}
-	if !maps.Equal(fast.refused, slow.refused) {
-		t.Errorf("Stats().Refused = %v without OnRefused, %v with it", fast.refused, slow.refused)
-	}
-	if !slices.Equal(fast.fetched, slow.fetched) {
-		t.Errorf("fetched %v without OnRefused, %v with it", fast.fetched, slow.fetched)
-	}
-	if fast.lastID != slow.lastID {
-		t.Errorf("last request ID %d without OnRefused, %d with it: a refused link must take the ID its Request would have", fast.lastID, slow.lastID)
+		if !maps.Equal(r.refused, whole.refused) {
+			t.Errorf("%s: Stats().Refused = %v, the whole way %v", name, r.refused, whole.refused)
+		}
+		if !slices.Equal(r.fetched, whole.fetched) {
+			t.Errorf("%s: fetched %v, the whole way %v", name, r.fetched, whole.fetched)
+		}
+		if r.lastID != whole.lastID {
+			t.Errorf("%s: last request ID %d, the whole way %d: a refused link must take the ID its Request would have", name, r.lastID, whole.lastID)
+		}
+		if modes[i].listen && !slices.Equal(r.heard, whole.heard) {
+			t.Errorf("%s: OnRefused saw\n%v\nthe whole way\n%v", name, r.heard, whole.heard)
+		}
 	}
 	for _, reason := range []string{RefusedVisited, RefusedDomain, RefusedURLFilter, RefusedRobots, RefusedDepth} {
-		if fast.refused[reason] == 0 {
+		if whole.refused[reason] == 0 {
 			t.Errorf("no refusal for %q: the site no longer covers it", reason)
 		}
 	}
+	if len(whole.heard) == 0 {
+		t.Error("OnRefused heard nothing")
+	}
 }
+
+// wrappedStore is the memory store under another type, whose visited set
+// knownLink does not look into: its links go the whole way.
+type wrappedStore struct{ *storage.InMemoryStorage }
 
 // TestLinkRefusalErrors: a link refused by knownLink returns the error the
 // whole way of admission gives, errors.Is-able as before.
@@ -351,5 +383,37 @@ func TestLinkRobotsPerPage(t *testing.T) {
 		if fast[l] != want || slow[l] != want {
 			t.Errorf("Visit(%q) = %s without OnRefused, %s with it; want %s", l, fast[l], slow[l], want)
 		}
+	}
+}
+
+// TestHeardLinkAllocations: with an OnRefused callback listening, a link to
+// a visited page is refused with a Request built for it, still the short
+// way: the Request block (URL included), its headers and Context, and the
+// error; no second URL, no parent URL printed per link.
+func TestHeardLinkAllocations(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/">home</a>`)
+	}))
+	t.Cleanup(srv.Close)
+	c := NewCollector()
+	heard := 0
+	c.OnRefused(func(r *Request, err error) {
+		if _, ok := errors.AsType[*AlreadyVisitedError](err); ok && r.URL.Path == "/" {
+			heard++
+		}
+	})
+	var allocs float64
+	c.OnHTML("a[href]", func(e *HTMLElement) {
+		allocs = testing.AllocsPerRun(200, func() { _ = e.Request.Visit("/") })
+	})
+	if err := c.Visit(srv.URL + "/"); err != nil {
+		t.Fatalf("Visit: %v", err)
+	}
+	if heard != 201 {
+		t.Fatalf("OnRefused heard %d refusals as visited, want 201", heard)
+	}
+	if allocs > 4 {
+		t.Errorf("refusing a visited link to OnRefused: %v allocations, want at most 4", allocs)
 	}
 }
