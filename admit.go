@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,30 +107,38 @@ func (c *Collector) submitChild(req *Request) error {
 	return err
 }
 
-// knownLink refuses a link of parent's page that is already visited without
-// building its Request, when nothing would see that Request: no OnRefused
-// callback, no debug log, no recrawl, and a visited set in memory, where
-// looking a key up costs less than the Request. Most links of a crawl are
-// such (each page is linked from many), so this is the common end of a
-// link, at one allocation: the URL and the error share it. The link must be
-// a GET without body or headers of its own (Request.Visit), and href
-// something urlkey.ResolvePlain reads.
+// knownLink takes a link of parent's page the short way: it resolves,
+// checks and keys the link once, with no recrawl, revisits allowed or queue
+// run in the way and a visited set in memory, where looking a key up costs
+// less than a Request. A link that passes goes on to admission; a refused
+// one gets a Request only when something would see it (an OnRefused
+// callback, the debug log). Most links of a crawl are already visited (each
+// page is linked from many), so the common end of a link is a refusal at one
+// allocation: the URL and the error share it. The link must be a GET
+// without body or headers of its own (Request.Visit), and href something
+// urlkey.ResolvePlain reads (it never has a fragment).
 //
-// knownLink runs the checks admit runs before the visited set, in admit's
-// order; done is false, and nothing was changed, for any link it cannot
-// decide that way, which then goes the whole way through admission, with
-// abs, href resolved, when knownLink got as far (nil otherwise). A
-// concurrent admission of the same URL is decided by the visited set either
-// way: the link is refused here only once its key is in it.
+// knownLink runs admit's checks in admit's order and refuses the link with
+// the error admit would give, counted under the same reason; a new link
+// then goes through admission (admitLink) with the verdicts, the key and the
+// robots.txt answer it carries, which admit does not compute again.
+//
+// done is false, and nothing was changed, for a link it cannot decide that
+// way, which then goes the whole way through admission, with abs, href
+// resolved, when knownLink got as far (nil otherwise). A concurrent
+// admission of the same URL is decided by the visited set either way: the
+// link is refused here only once its key is in it.
 func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url.URL, done bool, err error) {
 	r := parent.run
 	if r == nil || r.queueMode || r.ctx.Err() != nil {
 		return nil, false, nil
 	}
 	cfg := r.cfg
-	if cfg.recrawl != nil || cfg.allowRevisit || len(c.snapshotCallbacks().refused) > 0 || c.debugEnabled() {
+	if cfg.recrawl != nil || cfg.allowRevisit {
 		return nil, false, nil
 	}
+	// Whether anything sees a refused link's Request: then it is built.
+	heard := len(c.snapshotCallbacks().refused) > 0 || c.debugEnabled()
 	st, ok := c.storage().(*storage.InMemoryStorage)
 	if !ok {
 		return nil, false, nil
@@ -142,40 +151,115 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	if base == nil || !urlkey.ResolvePlain(base, href, &u) {
 		return nil, false, nil
 	}
-	x := parent.refusedLinks.Load().next()
-	if x == nil {
-		slab := &linkSlab{}
-		x = slab.next()
-		parent.refusedLinks.Store(slab)
-	}
+	slab, x := parent.linkSlot()
 	x.url = u
 	abs = &x.url
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if ctx.Err() != nil || cfg.checkURL(abs, depth) != nil {
+	if ctx.Err() != nil {
 		return own(abs), false, nil
 	}
-	if isWeb(abs) {
-		ua := cfg.userAgent
-		if h := c.Headers; h != nil {
-			ua = cfg.userAgentOf(*h)
-		}
-		if c.checkRobots(ctx, cfg, abs, ua) != nil {
-			return own(abs), false, nil
+	noteCheck(c, checkURLStep)
+	if err := cfg.checkURL(abs, depth); err != nil {
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{}, err)
+	}
+	ua := cfg.userAgent
+	if h := c.Headers; h != nil {
+		ua = cfg.userAgentOf(*h)
+	}
+	wait, err := c.linkRobots(ctx, cfg, slab, abs, ua)
+	if err != nil {
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{ua: ua}, err)
+	}
+	noteCheck(c, checkKeyStep)
+	key := urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)
+	if cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests { // else admit says ErrMaxRequests first
+		if seen, err := st.IsVisited(key); err == nil && seen {
+			if heard {
+				return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
+			}
+			c.nextID.Add(1) // the ID the Request would have taken
+			c.refusals.add(RefusedVisited)
+			x.err.Destination = abs
+			return abs, true, &x.err
 		}
 	}
-	if cfg.maxRequests > 0 && c.requestCount.Load() >= cfg.maxRequests {
-		return own(abs), false, nil // admit says ErrMaxRequests first
-	}
-	if seen, err := st.IsVisited(urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)); err != nil || !seen {
+	return nil, true, c.admitLink(parent, slab, abs, depth, linkVerdict{key: key, ua: ua, wait: wait})
+}
+
+// refuseLink ends a link knownLink refused because of err, as admission
+// would have: the same error, counted under the same reason, delivered with
+// a Request built for it when something (heard) would see that, else
+// without one. An error that is no plain refusal (the crawl stopping, say),
+// or one that would reach OnError, goes the whole way instead.
+func (c *Collector) refuseLink(parent *Request, slab *linkSlab, abs *url.URL, depth int, heard bool, v linkVerdict, err error) (*url.URL, bool, error) {
+	reason := refusalReason(err)
+	if reason == "" || c.Context != nil && c.Context.Err() != nil {
 		return own(abs), false, nil
+	}
+	if heard {
+		return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, v, err)
 	}
 	c.nextID.Add(1) // the ID the Request would have taken
-	c.refusals.add(RefusedVisited)
-	x.err.Destination = abs
-	return abs, true, &x.err
+	c.refusals.add(reason)
+	return nil, true, err
+}
+
+// refuseLinkRequest builds the Request of a link knownLink refused and
+// hands it to the door submitChild hands a refused link to; a nil err
+// means that the link is already visited.
+func (c *Collector) refuseLinkRequest(parent *Request, slab *linkSlab, u *url.URL, depth int, v linkVerdict, err error) error {
+	req := c.linkRequest(parent, slab, u, depth)
+	if id := parent.regionGID.Load(); id != 0 {
+		// Made by parent's callbacks: the refusal's callbacks run nested,
+		// in their region.
+		req.regionGID.Store(id)
+		defer req.regionGID.Store(0)
+	}
+	req.visitKey, req.robotsUA = v.key, v.ua // what admit had set by then
+	if err == nil {
+		err = &AlreadyVisitedError{Destination: req.URL}
+	}
+	req.err = err
+	c.refuseMarked(req, err)
+	return err
+}
+
+// linkVerdict is what knownLink learnt of a new link: its visited key, the
+// User-Agent its robots.txt was checked for and, when that robots.txt
+// cannot be fetched now, the time the link waits until.
+type linkVerdict struct {
+	key  uint64
+	ua   string
+	wait time.Time
+}
+
+// admitLink builds the Request of a new link knownLink checked and submits
+// it as childAt would, with the checks done (see admitChecks).
+func (c *Collector) admitLink(parent *Request, slab *linkSlab, u *url.URL, depth int, v linkVerdict) error {
+	req := c.linkRequest(parent, slab, u, depth)
+	if id := parent.regionGID.Load(); id != 0 {
+		// Made by parent's callbacks: a refusal's callbacks run nested, in
+		// their region.
+		req.regionGID.Store(id)
+		defer req.regionGID.Store(0)
+	}
+	req.checked = checkedURL | checkedRobots | checkedKey
+	req.visitKey, req.robotsUA, req.robotsWait = v.key, v.ua, v.wait
+	return c.submitChild(req)
+}
+
+// linkRequest builds the Request of a link of parent's page, as childAt
+// does.
+func (c *Collector) linkRequest(parent *Request, slab *linkSlab, u *url.URL, depth int) *Request {
+	req := c.newLinkRequest(u, depth, parent.Ctx.Clone())
+	req.checkRevisit = true
+	req.parentRun = parent.run
+	req.parentURL = slab.parentURL(parent)
+	req.pendingLink = true
+	return req
 }
 
 // own copies a URL out of a linkSlab for a link that goes on to be
@@ -192,14 +276,30 @@ type visitedLink struct {
 	err AlreadyVisitedError
 }
 
-// linkSlab holds the visitedLinks of one page, so that a refused link costs
-// no allocation of its own. Nothing is reused: an error a callback keeps
-// stays valid (and keeps the slab alive). Callers of next may run at once
-// (a callback's goroutines calling Visit): each slot is taken by one atomic
+// linkSlab holds the links of one page, so that a refused link costs no
+// allocation of its own. Nothing is reused: an error a callback keeps stays
+// valid (and keeps the slab alive). Callers of next may run at once (a
+// callback's goroutines calling Visit): each slot is taken by one atomic
 // add, and a full slab is replaced by whoever finds it full.
 type linkSlab struct {
 	n     atomic.Int32
 	links [16]visitedLink
+
+	// robots is the rules of the host the page's links last went to, for
+	// their User-Agent (see linkRobots).
+	robots atomic.Pointer[robotsMemo]
+	// memo is the first robotsMemo made for the slab's links, written
+	// once by whoever sets memoTaken, before robots points to it.
+	memo      robotsMemo
+	memoTaken atomic.Bool
+
+	// mu guards parentOf and parent.
+	mu sync.Mutex
+	// parent is the page's URL as new links record it (Request.parentURL),
+	// printed once per slab rather than once per link; parentOf is the URL
+	// it was printed from.
+	parentOf *url.URL
+	parent   string
 }
 
 // next returns an unused slot of s, or nil when s is nil or full.
@@ -211,6 +311,53 @@ func (s *linkSlab) next() *visitedLink {
 		return &s.links[i]
 	}
 	return nil
+}
+
+// parentURL is urlString(parent), printed once while parent.URL stays the
+// same.
+func (s *linkSlab) parentURL(parent *Request) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parentOf == nil || s.parentOf != parent.URL {
+		s.parentOf, s.parent = parent.URL, urlString(parent)
+	}
+	return s.parent
+}
+
+// linkSlot returns a slot of r's link slab, and the slab.
+func (r *Request) linkSlot() (*linkSlab, *visitedLink) {
+	slab := r.pageLinks.Load()
+	if x := slab.next(); x != nil {
+		return slab, x
+	}
+	// What the page's links share goes on to the next slab.
+	next := &linkSlab{}
+	if slab != nil {
+		next.robots.Store(slab.robots.Load())
+		slab.mu.Lock()
+		next.parentOf, next.parent = slab.parentOf, slab.parent
+		slab.mu.Unlock()
+	}
+	r.pageLinks.Store(next)
+	return next, next.next()
+}
+
+// Admission steps a test may count (see noteCheck).
+const (
+	checkURLStep    = "checkURL"
+	checkRobotsStep = "robots"
+	checkKeyStep    = "key"
+)
+
+// checkHook, set by tests only, is told of each check admission runs on a
+// request or link, with its collector; it is nil in a crawl.
+var checkHook atomic.Pointer[func(c *Collector, step string)]
+
+// noteCheck tells checkHook of step.
+func noteCheck(c *Collector, step string) {
+	if h := checkHook.Load(); h != nil {
+		(*h)(c, step)
+	}
 }
 
 // newRequest builds a request; on error it still returns a request (with
@@ -226,19 +373,37 @@ func (c *Collector) newRequest(u, method string, depth int, body io.Reader, ctx 
 
 // newRequestURL is newRequest for a parsed URL, which the request keeps.
 func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) (*Request, error) {
+	// The Request and the variable its Headers points to in one allocation.
+	x := &struct {
+		req Request
+		hdr http.Header
+	}{}
+	return &x.req, c.initRequest(&x.req, &x.hdr, u, method, depth, body, ctx, hdr)
+}
+
+// newLinkRequest is newRequestURL for a link knownLink resolved: a GET
+// with the collector's headers, its URL a copy of *u held in the same
+// allocation as the Request.
+func (c *Collector) newLinkRequest(u *url.URL, depth int, ctx *Context) *Request {
+	x := &struct {
+		req Request
+		hdr http.Header
+		url url.URL
+	}{url: *u}
+	_ = c.initRequest(&x.req, &x.hdr, &x.url, http.MethodGet, depth, nil, ctx, nil) // no body to read
+	return &x.req
+}
+
+// initRequest fills req for newRequestURL; hp is where req.Headers points.
+func (c *Collector) initRequest(req *Request, hp *http.Header, u *url.URL, method string, depth int, body io.Reader, ctx *Context, hdr http.Header) error {
 	if ctx == nil {
 		ctx = NewContext()
 	}
 	if hdr == nil {
 		hdr = c.defaultHeaders()
 	}
-	// The Request and the variable its Headers points to in one allocation.
-	x := &struct {
-		req Request
-		hdr http.Header
-	}{hdr: hdr}
-	req := &x.req
-	req.URL, req.Method, req.Headers, req.Ctx, req.Depth = u, method, &x.hdr, ctx, depth
+	*hp = hdr
+	req.URL, req.Method, req.Headers, req.Ctx, req.Depth = u, method, hp, ctx, depth
 	req.ID, req.collector, req.stdCtx, req.attempt = c.nextID.Add(1), c, c.Context, 1
 	if h := hdr.Get("Host"); h != "" {
 		req.Host = h
@@ -246,12 +411,12 @@ func (c *Collector) newRequestURL(u *url.URL, method string, depth int, body io.
 	if body != nil {
 		b, err := io.ReadAll(body)
 		if err != nil {
-			return req, fmt.Errorf("reading request body: %w", err)
+			return fmt.Errorf("reading request body: %w", err)
 		}
 		req.bodyBytes = b
 		req.Body = bytes.NewReader(b)
 	}
-	return req, nil
+	return nil
 }
 
 // enter admits req and queues it; on failure nothing of the admission is left
@@ -292,12 +457,21 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 // window — mark written, entry not yet pushed — in which a crash loses the
 // page; marking at lease time leaves only duplicates in the queue, which the
 // lease refuses.
+//
+// The checks knownLink ran on a link already (req.checked) are not run
+// again: their verdicts were that the link passes.
 func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error {
-	if err := cfg.checkURL(req.URL, req.Depth); err != nil {
-		return err
+	done := req.checked
+	req.checked = 0
+	if done&checkedURL == 0 {
+		noteCheck(c, checkURLStep)
+		if err := cfg.checkURL(req.URL, req.Depth); err != nil {
+			return err
+		}
 	}
 	c.shared.creds.noteStart(req)
-	if req.Method != "HEAD" && isWeb(req.URL) {
+	if done&checkedRobots == 0 && req.Method != "HEAD" && isWeb(req.URL) {
+		noteCheck(c, checkRobotsStep)
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
 		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
 			var pending *robotsPendingError
@@ -318,7 +492,10 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			}
 		}
 	}
-	req.visitKey = urlkey.Key(req.Method, req.URL, cfg.sortQuery, req.bodyBytes)
+	if done&checkedKey == 0 {
+		noteCheck(c, checkKeyStep)
+		req.visitKey = urlkey.Key(req.Method, req.URL, cfg.sortQuery, req.bodyBytes)
+	}
 	if req.entry.deferMark {
 		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.
@@ -477,6 +654,15 @@ func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
 // whether this call added it.
 func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
 	st := c.storage()
+	if ms, ok := st.(*storage.InMemoryStorage); ok {
+		// Called on its type, the key's slice stays on the stack; through
+		// the interface it would be an allocation per request.
+		added, err := ms.AddVisited(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		return len(added) == 1 && added[0], nil
+	}
 	if vs, ok := st.(storage.VisitedSet); ok {
 		added, err := vs.AddVisited(ctx, key)
 		if err != nil {

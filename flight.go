@@ -66,6 +66,9 @@ type flightVisit struct {
 	checkRevisit bool
 	// marked is true while this request holds a visited mark it made.
 	marked bool
+	// checked names the checks knownLink ran on this link before its
+	// Request was built, all passed, which admit then skips (and clears).
+	checked admitChecks
 	// redirectKeys are visited marks made for redirect targets.
 	redirectKeys []uint64
 }
@@ -111,10 +114,24 @@ type flightCallbacks struct {
 	// abandoned a stuck callback and the callback's late return cannot both
 	// finish it.
 	finished atomic.Bool
-	// refusedLinks is where knownLink cuts the already-visited links of
-	// this request's page from (see linkSlab).
-	refusedLinks atomic.Pointer[linkSlab]
+	// pageLinks is where knownLink cuts the links of this request's page
+	// from (see linkSlab).
+	pageLinks atomic.Pointer[linkSlab]
 }
+
+// admitChecks is a set of admission checks a link passed before its Request
+// was built (flightVisit.checked).
+type admitChecks uint8
+
+const (
+	// checkedURL: config.checkURL passed, at the request's depth.
+	checkedURL admitChecks = 1 << iota
+	// checkedRobots: robots.txt was checked for robotsUA; robotsWait is set
+	// when it could not be fetched.
+	checkedRobots
+	// checkedKey: visitKey holds the request's visited key.
+	checkedKey
+)
 
 // setFinal records the outcome of attempt: the latest attempt wins, whichever
 // goroutine finishes first (a Retry from OnResponse finishes the copy and the
