@@ -134,6 +134,6 @@ func recrawlSummary(w io.Writer, st magpie.Stats) {
 	if r == (magpie.RecrawlStats{}) {
 		return
 	}
-	fmt.Fprintf(w, "recrawl: %d new, %d changed, %d unchanged, %d gone, %d not due\n",
+	fmt.Fprintf(w, "recrawl: %d new, %d changed, %d unchanged, %d gone; %d links to pages not due\n",
 		r.New, r.Changed, r.Unchanged, r.Gone, st.Refused[magpie.RefusedNotDue])
 }

@@ -125,7 +125,7 @@ func TestCLIRecrawl(t *testing.T) {
 	}
 	// The start URL, due like every page, is queued once: no refusal of
 	// it, and links to pages revisited in this run are not "not due".
-	if strings.Contains(second.stderr, "not due for a revisit") || !strings.Contains(second.stderr, ", 0 not due") {
+	if strings.Contains(second.stderr, "not due for a revisit") || !strings.Contains(second.stderr, "; 0 links to pages not due") {
 		t.Errorf("second crawl refused a page revisited in the same run as not due:\n%s", second.stderr)
 	}
 	if n := site.conditionals(); n != 4 {
