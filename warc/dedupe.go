@@ -3,6 +3,7 @@ package warc
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 )
@@ -33,7 +34,9 @@ type seenIndex struct {
 	// new capture (later bodies are archived whole), the ones it has stay
 	// readable.
 	full bool
-	buf  []byte // scratch for reading a capture back
+	// skipped counts the bodies the index did not take once full.
+	skipped int
+	buf     []byte // scratch for reading a capture back
 }
 
 func newSeenIndex() *seenIndex { return &seenIndex{pos: make(map[uint64]int64)} }
@@ -60,6 +63,7 @@ func (s *seenIndex) first(sum [20]byte, c capture) (capture, bool) {
 		return capture{}, false
 	}
 	if s.full {
+		s.skipped++
 		return capture{}, false
 	}
 	s.pos[key] = s.flushed + int64(len(s.pending))
@@ -75,18 +79,34 @@ func (s *seenIndex) spill() {
 	if s.f == nil {
 		f, err := os.CreateTemp("", "magpie-warc-seen-*")
 		if err != nil {
-			s.full = true
+			s.stop(err)
 			return
 		}
 		_ = os.Remove(f.Name()) // unlinked: a crash leaves nothing behind
 		s.f = f
 	}
 	if _, err := s.f.WriteAt(s.pending, s.flushed); err != nil {
-		s.full = true // pending stays in memory, readable
+		s.stop(err) // pending stays in memory, readable
 		return
 	}
 	s.flushed += int64(len(s.pending))
 	s.pending = s.pending[:0]
+}
+
+// stop makes the index take no new capture after its file failed with
+// err. Nothing is lost (later identical bodies are archived whole instead
+// of as revisits), so the crawl goes on; the log says why and
+// Counts.DedupeSkipped how many bodies were not checked.
+func (s *seenIndex) stop(err error) {
+	s.full = true
+	slog.Warn("warc: identical-payload index stopped taking bodies; later repeats are archived whole", "err", err)
+}
+
+// count returns how many bodies the index did not take.
+func (s *seenIndex) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skipped
 }
 
 // read returns the capture at off and its digest.

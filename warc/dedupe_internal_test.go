@@ -3,6 +3,7 @@ package warc
 import (
 	"crypto/sha1"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -82,6 +83,47 @@ func TestSeenIndexClosed(t *testing.T) {
 	}
 	if _, dup := s.first(sumOf(1), captureOf(2)); dup {
 		t.Error("a closed index answered with a capture")
+	}
+}
+
+// When the index's file cannot be created ($TMPDIR gone or full), the
+// index stops taking bodies and counts them, while the captures it took
+// still answer and nothing fails.
+func TestSeenIndexFileFails(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	s := newSeenIndex()
+	defer s.close()
+	i := 0
+	for ; !s.full; i++ {
+		if i > 10_000 {
+			t.Fatal("the index never tried to spill")
+		}
+		s.first(sumOf(i), captureOf(i))
+	}
+	took := i
+	if s.f != nil || s.flushed != 0 {
+		t.Fatalf("a file was written: %v, %d bytes", s.f, s.flushed)
+	}
+	const more = 50
+	for j := range more {
+		if _, dup := s.first(sumOf(took+j), captureOf(took+j)); dup {
+			t.Fatalf("body %d: a duplicate on first sight", took+j)
+		}
+	}
+	if got := s.count(); got != more {
+		t.Errorf("count() = %d bodies not taken, want %d", got, more)
+	}
+	// A body taken before the failure is still found, from memory; one
+	// refused after it is not (it is archived whole again).
+	if got, dup := s.first(sumOf(0), captureOf(took+more)); !dup || got != captureOf(0) {
+		t.Errorf("body 0 again: %+v, %v; want its first capture", got, dup)
+	}
+	if _, dup := s.first(sumOf(took), captureOf(took+more+1)); dup {
+		t.Errorf("body %d, refused by the full index, was found again", took)
+	}
+	w := &Writer{seen: s}
+	if got := w.Counts().DedupeSkipped; got != more+1 {
+		t.Errorf("Counts().DedupeSkipped = %d, want %d", got, more+1)
 	}
 }
 

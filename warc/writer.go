@@ -75,6 +75,12 @@ type Counts struct {
 	Metadata int
 	// Truncated counts response records marked WARC-Truncated: length.
 	Truncated int
+	// DedupeSkipped counts 2xx bodies archived whole without being checked
+	// against the bodies archived before, because the identical-payload
+	// index could not write its temporary file ($TMPDIR full or not
+	// writable; logged once with slog). Nothing of them is lost: a repeat
+	// among them is a response record rather than a revisit.
+	DedupeSkipped int
 }
 
 // New returns a Writer into dir (created if missing). A file a killed crawl
@@ -121,8 +127,12 @@ func (w *Writer) Option() magpie.CollectorOption { return magpie.WithArchiver(w)
 // Counts returns the records written so far.
 func (w *Writer) Counts() Counts {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.counts
+	c := w.counts
+	w.mu.Unlock()
+	if w.seen != nil {
+		c.DedupeSkipped = w.seen.count()
+	}
+	return c
 }
 
 // Close waits until the records of every exchange archived so far are
