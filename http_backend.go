@@ -504,7 +504,7 @@ func sendHeader(h http.Header) (http.Header, []string) {
 		out[k] = vals[i:j:j]
 		i = j
 	}
-	return out, vals[n:n:n]
+	return out, vals[n : n : n+2]
 }
 
 // roundTrip sends req and returns the response with its body unread.
@@ -528,11 +528,11 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	}
 	if _, ok := hreq.Header["User-Agent"]; !ok {
 		spare = append(spare, cfg.userAgent)
-		hreq.Header["User-Agent"] = spare[len(spare)-1:]
+		hreq.Header["User-Agent"] = spare[len(spare)-1 : len(spare) : len(spare)]
 	}
 	if _, ok := hreq.Header["Accept-Encoding"]; !ok {
 		spare = append(spare, acceptEncoding)
-		hreq.Header["Accept-Encoding"] = spare[len(spare)-1:]
+		hreq.Header["Accept-Encoding"] = spare[len(spare)-1 : len(spare) : len(spare)]
 	}
 	if req.Host != "" {
 		hreq.Host = req.Host
