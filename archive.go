@@ -349,20 +349,33 @@ func (b *archivedBody) Close() error {
 // (redirect hops included) are archived when the response body is closed, or
 // at once when there is no response.
 func (c *Collector) do(hreq *http.Request) (*http.Response, error) {
+	res, _, err := c.doOn(hreq)
+	return res, err
+}
+
+// doOn is do, reporting too whether the client's transport is net/http's
+// own (an *http.Transport), whose http and https bodies stop reading when
+// the request's context ends.
+func (c *Collector) doOn(hreq *http.Request) (_ *http.Response, std bool, _ error) {
 	b := c.shared.backend
 	b.mu.RLock()
 	client, a := b.client, b.archiver
 	b.mu.RUnlock()
+	switch client.Transport.(type) {
+	case nil, *http.Transport:
+		std = true
+	}
 	if a == nil {
-		return client.Do(hreq)
+		res, err := client.Do(hreq)
+		return res, std, err
 	}
 	s := &archiveSession{a: a, c: c}
 	hreq = hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{GotConn: s.gotConn}))
 	res, err := client.Do(hreq)
 	if err != nil {
 		s.finish()
-		return res, err
+		return res, std, err
 	}
 	res.Body = &archivedBody{ReadCloser: res.Body, s: s}
-	return res, nil
+	return res, std, nil
 }

@@ -290,12 +290,20 @@ func newDecoder(coding string, r io.Reader) (io.Reader, func(), error) {
 // unknown charset from the server is ignored and the next source is tried,
 // since servers send labels like "none".
 func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte, error) {
-	mediaType, params, _ := mime.ParseMediaType(contentType)
-	if mediaType == "" {
-		mediaType = strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
+	mediaType, declared, simple := simpleContentType(contentType)
+	var params map[string]string
+	if !simple {
+		mediaType, params, _ = mime.ParseMediaType(contentType)
+		if mediaType == "" {
+			mediaType = strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
+		}
+		declared = params["charset"]
 	}
 	if isBinaryType(mediaType) || sniffsBinary(body) {
 		return body, nil
+	}
+	if forced == "" && isUTF8Label(declared) {
+		return validUTF8(bytes.TrimPrefix(body, []byte{0xef, 0xbb, 0xbf})), nil
 	}
 	if forced != "" {
 		enc, name := charset.Lookup(forced)
@@ -304,7 +312,7 @@ func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte
 		}
 		return decodeWith(body, name)
 	}
-	if cs := params["charset"]; cs != "" {
+	if cs := declared; cs != "" {
 		if enc, name := charset.Lookup(cs); enc != nil {
 			return decodeWith(body, name)
 		}
@@ -327,6 +335,52 @@ func toUTF8(body []byte, contentType string, forced string, detect bool) ([]byte
 		return decodeWith(body, name)
 	}
 	return body, nil
+}
+
+// simpleContentType reads a Content-Type of the common forms "type/subtype"
+// and "type/subtype; charset=label" (tokens only, no quotes, no other
+// parameter) without mime.ParseMediaType's map and copies: the media type,
+// lower-cased, and the charset label as written. ok is false for any other
+// form, which ParseMediaType then reads; for the forms accepted both give
+// the same media type and charset.
+func simpleContentType(v string) (mediaType, charsetLabel string, ok bool) {
+	typ, param, hasParam := strings.Cut(v, ";")
+	typ = strings.TrimSpace(typ)
+	major, minor, slash := strings.Cut(typ, "/")
+	if !slash || !isToken(major) || !isToken(minor) {
+		return "", "", false
+	}
+	if hasParam {
+		param = strings.TrimSpace(param)
+		name, value, eq := strings.Cut(param, "=")
+		if !eq || !strings.EqualFold(name, "charset") || !isToken(value) {
+			return "", "", false
+		}
+		charsetLabel = value
+	}
+	return strings.ToLower(typ), charsetLabel, true
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token, as
+// mime.ParseMediaType accepts for a type, subtype or parameter value.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?=`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// isUTF8Label reports whether label is one of the usual spellings of UTF-8
+// (the WHATWG labels "utf-8" and "utf8", any case), which are taken without
+// a charset.Lookup.
+func isUTF8Label(label string) bool {
+	return strings.EqualFold(label, "utf-8") || strings.EqualFold(label, "utf8")
 }
 
 // decodeWith converts body from the WHATWG encoding called name.

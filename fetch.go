@@ -251,8 +251,10 @@ func (x *exchange) send() {
 	// A body that ignores the request's context (a switched protocol's
 	// connection, a RoundTripper of the user's) is closed when the context
 	// ends, so that Stop never waits on a read.
-	stopClosing := context.AfterFunc(x.ctx, func() { _ = f.body.Close() })
-	defer stopClosing()
+	if !f.bodyObeysContext {
+		stopClosing := context.AfterFunc(x.ctx, func() { _ = f.body.Close() })
+		defer stopClosing()
+	}
 	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
 	x.result.StatusCode, x.result.RetryAfter = f.status, resp.retryAfter
 	if err := c.responseHeaders(x.cbs, resp); err != nil {
@@ -315,6 +317,12 @@ func (c *Collector) headResponse(cbs *callbacks, req *Request, f *fetched) error
 // its deadline surfaces as context.DeadlineExceeded, and cancelled too when
 // the crawl's own context (Stop) ends.
 func fetchContext(crawl, std context.Context) (context.Context, context.CancelFunc) {
+	if std == context.Background() {
+		// No StdlibContext (the usual case): nothing to derive from but
+		// the crawl's context, which carries no values; one context
+		// rather than a context and an AfterFunc.
+		return context.WithCancel(crawl)
+	}
 	ctx, cancel := context.WithCancel(std)
 	stop := context.AfterFunc(crawl, cancel)
 	return ctx, func() {

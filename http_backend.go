@@ -452,6 +452,59 @@ type fetched struct {
 	trace      *HTTPTrace
 	proxyURL   string
 	latency    time.Duration
+	// bodyObeysContext reports that reading body fails once the request's
+	// context ends, so that nothing else needs to close it then.
+	bodyObeysContext bool
+}
+
+// sendContext is the context of one exchange roundTrip sends: the values
+// checkRedirect, a ProxyFunc (ProxyURLKey) and a Colly-style redirect
+// handler (CheckRevisitKey) read from it, in one allocation rather than a
+// context.WithValue each.
+type sendContext struct {
+	context.Context
+	st fetchState
+	// proxyURL is the box a ProxyFunc reports the proxy it chose in.
+	proxyURL     string
+	checkRevisit bool
+}
+
+func (s *sendContext) Value(key any) any {
+	switch key {
+	case fetchStateKey{}:
+		return &s.st
+	case ProxyURLKey:
+		return &s.proxyURL
+	case CheckRevisitKey:
+		return s.checkRevisit
+	}
+	return s.Context.Value(key)
+}
+
+// sendHeader copies h for an outgoing request, as http.Header.Clone does
+// (nil values stay nil), and returns with it room for the two values
+// roundTrip may add (User-Agent, Accept-Encoding) in the same backing
+// array: three allocations where Clone and two Sets make five. net/http, the
+// jar and the credential check change the copy, never the Request's own
+// Headers.
+func sendHeader(h http.Header) (http.Header, []string) {
+	n := 0
+	for _, v := range h {
+		n += len(v)
+	}
+	vals := make([]string, n, n+2)
+	out := make(http.Header, len(h)+2)
+	i := 0
+	for k, v := range h {
+		if v == nil {
+			out[k] = nil
+			continue
+		}
+		j := i + copy(vals[i:], v)
+		out[k] = vals[i:j:j]
+		i = j
+	}
+	return out, vals[n : n : n+2]
 }
 
 // roundTrip sends req and returns the response with its body unread.
@@ -462,25 +515,24 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	} else if req.Body != nil {
 		body = req.Body
 	}
-	st := &fetchState{c: c, cfg: cfg, req: req}
-	ctx = context.WithValue(ctx, fetchStateKey{}, st)
-	// A ProxyFunc reports the proxy it chose through this box (see ProxyURLKey).
-	ctx, _ = contextWithProxyURLBox(ctx)
-	ctx = context.WithValue(ctx, CheckRevisitKey, req.checkRevisit && !cfg.allowRevisit)
-	hreq, err := http.NewRequestWithContext(ctx, method, req.URL.String(), body)
+	sc := &sendContext{Context: ctx, st: fetchState{c: c, cfg: cfg, req: req}, checkRevisit: req.checkRevisit && !cfg.allowRevisit}
+	hreq, err := http.NewRequestWithContext(sc, method, req.URL.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
-	hreq.Header = req.Headers.Clone()
+	var spare []string
+	hreq.Header, spare = sendHeader(*req.Headers)
 	if removed := c.shared.creds.strip(req.URL, hreq.Header); removed != nil && c.debugEnabled() {
 		c.logger.Debug("credential headers not sent to a host the crawl was not started on", "url", req.URL.Redacted(),
 			"request_id", req.ID, "headers", removed)
 	}
 	if _, ok := hreq.Header["User-Agent"]; !ok {
-		hreq.Header.Set("User-Agent", cfg.userAgent)
+		spare = append(spare, cfg.userAgent)
+		hreq.Header["User-Agent"] = spare[len(spare)-1 : len(spare) : len(spare)]
 	}
 	if _, ok := hreq.Header["Accept-Encoding"]; !ok {
-		hreq.Header.Set("Accept-Encoding", acceptEncoding)
+		spare = append(spare, acceptEncoding)
+		hreq.Header["Accept-Encoding"] = spare[len(spare)-1 : len(spare) : len(spare)]
 	}
 	if req.Host != "" {
 		hreq.Host = req.Host
@@ -494,18 +546,24 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 	if req.ticket.HasGap() {
 		hreq = withSentReport(hreq, req.ticket)
 	}
-	res, err := c.do(hreq)
+	res, std, err := c.doOn(hreq)
 	// A transport that reported nothing (not an *http.Transport, or a
 	// failed dial) is taken to have reached the server by its return.
 	req.ticket.Sent(time.Now())
-	f := &fetched{trace: trace, redirects: st.chain, latency: time.Since(start)}
-	f.proxyURL = proxyURLFromContext(ctx)
+	f := &fetched{trace: trace, redirects: sc.st.chain, latency: time.Since(start)}
+	f.proxyURL = proxyURLFromContext(sc)
 	if err != nil {
 		return f, err
 	}
+	final := hreq.URL
 	if res.Request != nil {
 		f.finalURL = res.Request.URL
+		final = f.finalURL
 	}
+	// net/http's own transport ends an http or https body's reads when the
+	// request's context ends; a protocol registered with RegisterProtocol
+	// answers with bodies of its own.
+	f.bodyObeysContext = std && (final.Scheme == "http" || final.Scheme == "https")
 	f.status, f.statusText, f.header, f.body = res.StatusCode, res.Status, res.Header, res.Body
 	return f, nil
 }

@@ -18,28 +18,63 @@ func (r *run[Req, Resp, Item]) downloadLoop() {
 			r.leaveRequests(req)
 			return
 		}
-		r.guard(r.downloadLoop, func() { r.download(req) })
+		r.guardedDownload(req)
 	}
 }
 
-// guard runs one job of a worker. A job that never returns because its
-// goroutine was ended by runtime.Goexit (user code in a module may call it,
-// as t.FailNow does) would shrink the pool: guard starts a replacement
-// worker running loop, unless the run is stopping. Panics are recovered
-// further down, where the job can still report them.
-func (r *run[Req, Resp, Item]) guard(loop func(), job func()) {
+// workerLoop names the loop of a worker, which replaceWorker starts again.
+type workerLoop uint8
+
+const (
+	loopDownload workerLoop = iota
+	loopAnalyze
+	loopPipeline
+)
+
+// guardedDownload, guardedAnalyze and guardedProcess run one job of a
+// worker. A job that never returns because its goroutine was ended by
+// runtime.Goexit (user code in a module may call it, as t.FailNow does)
+// would shrink the pool: replaceWorker then starts a replacement worker,
+// unless the run is stopping. Panics are recovered further down, where the
+// job can still report them. (One method per stage rather than a job
+// closure: a closure and a method value would cost two allocations per
+// request, response and item.)
+func (r *run[Req, Resp, Item]) guardedDownload(req Req) {
 	returned := false
-	defer func() {
-		if returned {
-			return
-		}
-		if !r.stopping.Load() {
-			r.wg.Add(1) // this goroutine's own count is still held
-			go loop()
-		}
-	}()
-	job()
+	defer r.replaceWorker(loopDownload, &returned)
+	r.download(req)
 	returned = true
+}
+
+func (r *run[Req, Resp, Item]) guardedAnalyze(resp Resp) {
+	returned := false
+	defer r.replaceWorker(loopAnalyze, &returned)
+	r.analyze(resp)
+	returned = true
+}
+
+func (r *run[Req, Resp, Item]) guardedProcess(item Item) {
+	returned := false
+	defer r.replaceWorker(loopPipeline, &returned)
+	r.process(item)
+	returned = true
+}
+
+// replaceWorker starts a worker running loop in place of one whose job did
+// not return (*returned false), unless the run is stopping.
+func (r *run[Req, Resp, Item]) replaceWorker(loop workerLoop, returned *bool) {
+	if *returned || r.stopping.Load() {
+		return
+	}
+	r.wg.Add(1) // this goroutine's own count is still held
+	switch loop {
+	case loopDownload:
+		go r.downloadLoop()
+	case loopAnalyze:
+		go r.analyzeLoop()
+	default:
+		go r.pipelineLoop()
+	}
 }
 
 // download fetches one request and hands its response on.
@@ -92,7 +127,7 @@ func (r *run[Req, Resp, Item]) analyzeLoop() {
 			r.leaveResponses(resp)
 			return
 		}
-		r.guard(r.analyzeLoop, func() { r.analyze(resp) })
+		r.guardedAnalyze(resp)
 	}
 }
 
@@ -142,7 +177,7 @@ func (r *run[Req, Resp, Item]) pipelineLoop() {
 			r.leaveItems(item)
 			return
 		}
-		r.guard(r.pipelineLoop, func() { r.process(item) })
+		r.guardedProcess(item)
 	}
 }
 
