@@ -33,13 +33,6 @@ type proxyURLKeyType struct{}
 // contract.
 var ProxyURLKey = proxyURLKeyType{}
 
-// contextWithProxyURLBox returns ctx carrying a fresh box under ProxyURLKey,
-// and the box, for the Collector to read with proxyURLFromContext.
-func contextWithProxyURLBox(ctx context.Context) (context.Context, *string) {
-	box := new(string)
-	return context.WithValue(ctx, ProxyURLKey, box), box
-}
-
 // proxyURLFromContext returns the proxy URL a ProxyFunc reported in ctx (see
 // ProxyURLKey), or "" when none was reported. A password in it is redacted
 // (url.URL.Redacted): Request.ProxyURL ends up in logs and exports.

@@ -7,7 +7,8 @@ import (
 )
 
 func TestProxyURLFromContext(t *testing.T) {
-	ctx, box := contextWithProxyURLBox(t.Context())
+	box := new(string)
+	ctx := context.WithValue(t.Context(), ProxyURLKey, box)
 	if got := proxyURLFromContext(ctx); got != "" {
 		t.Errorf("proxyURLFromContext(empty box) = %q, want \"\"", got)
 	}
