@@ -244,17 +244,25 @@ func (b *treeBuilder) doctype() bool {
 	}
 	b.mode = treeBeforeHTML
 	var n *html.Node
-	switch d := s.z.Text(); {
-	case string(d) == "html":
+	// Text unescapes and converts the tokenizer's buffer in place, which
+	// Raw then shows: it is called only where it changes nothing.
+	raw := s.z.Raw()
+	plain := !bytes.ContainsAny(raw, "&\r")
+	var d []byte
+	if plain {
+		d = s.z.Text()
+	}
+	switch {
+	case plain && string(d) == "html":
 		n = s.newNode()
 		n.Type, n.Data = html.DoctypeNode, "html"
-	case !bytes.ContainsAny(d, whitespace):
+	case plain && !bytes.ContainsAny(d, whitespace):
 		n = s.newNode()
 		n.Type, n.Data = html.DoctypeNode, strings.ToLower(string(d))
 	default:
-		// Public and system identifiers: x/net/html reads them, from the
-		// doctype's own bytes.
-		doc, err := html.Parse(bytes.NewReader(s.z.Raw()))
+		// Public and system identifiers, character references: x/net/html
+		// reads them, from the doctype's own bytes.
+		doc, err := html.Parse(bytes.NewReader(raw))
 		if err != nil || doc.FirstChild == nil || doc.FirstChild.Type != html.DoctypeNode {
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,6 +104,9 @@ var treeCases = []struct {
 	{"attributes duplicated and unquoted", `<html lang=en lang=fr><body><p id=a id=b class='c' data-x=y>x`, "y"},
 	{"svg at top", `<svg><rect/></svg>`, "y"},
 	{"processing instruction", `<?xml version="1.0"?><html><p>x`, "y"},
+	{"doctype with references", `<!DOCTYPE &gt; PUBLIC "&gt;" "&gt;"><p>x`, "y"},
+	{"doctype name with a reference", `<!DOCTYPE ht&amp;ml><p>x`, "y"},
+	{"doctype with a carriage return", "<!DOCTYPE html\r\nSYSTEM \"about:legacy-compat\"><p>x", "y"},
 	{"bench page", string(benchPage("http://127.0.0.1:1", 3, 40)), "y"},
 }
 
@@ -209,6 +213,65 @@ func TestStreamTreeCorpus(t *testing.T) {
 	}
 }
 
+// html5libInputs returns the inputs of the html5lib tree-construction tests
+// that x/net/html carries in its module (testdata/html5lib-tests and
+// testdata/go), each named by its file.
+func html5libInputs(tb testing.TB) (names, inputs []string) {
+	tb.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/net").Output()
+	if err != nil {
+		tb.Fatalf("finding golang.org/x/net's module: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "html", "testdata")
+	files, _ := filepath.Glob(filepath.Join(dir, "html5lib-tests", "tree-construction", "*.dat"))
+	more, _ := filepath.Glob(filepath.Join(dir, "go", "*.dat"))
+	files = append(files, more...)
+	if len(files) == 0 {
+		tb.Fatalf("no tree-construction tests in %s", dir)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		// Each test is "#data", its input lines, then "#errors" and the
+		// other sections, each under a line starting with "#".
+		var data []string
+		in := false
+		for line := range strings.Lines(string(b) + "\n#end\n") {
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "#data":
+				in, data = true, data[:0]
+			case in && strings.HasPrefix(line, "#"):
+				in = false
+				names = append(names, filepath.Base(f))
+				inputs = append(inputs, strings.Join(data, "\n"))
+			case in:
+				data = append(data, line)
+			}
+		}
+	}
+	return names, inputs
+}
+
+// TestStreamTreeHTML5Lib is the differential test over html5lib's
+// tree-construction inputs: every one streamTree builds is html.Parse's
+// tree, and many are built.
+func TestStreamTreeHTML5Lib(t *testing.T) {
+	names, inputs := html5libInputs(t)
+	built := 0
+	for i, input := range inputs {
+		if compareTree(t, fmt.Sprintf("%s: %q", names[i], input), []byte(input)) {
+			built++
+		}
+	}
+	t.Logf("streamTree built %d of %d inputs", built, len(inputs))
+	if built < 500 {
+		t.Errorf("streamTree built only %d of %d inputs", built, len(inputs))
+	}
+}
+
 // FuzzStreamTree compares streamTree's document with html.Parse's on any
 // input: whenever streamTree does not give up, they must be the same.
 func FuzzStreamTree(f *testing.F) {
@@ -217,6 +280,10 @@ func FuzzStreamTree(f *testing.F) {
 	}
 	for _, tc := range treeCases {
 		f.Add([]byte(tc.html))
+	}
+	_, inputs := html5libInputs(f)
+	for _, in := range inputs {
+		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		compareTree(t, "fuzz input", body)
