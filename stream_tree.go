@@ -20,8 +20,9 @@ import (
 // follows the parser's first insertion modes here; the body is the
 // streamer's, with every element built; after </body> comments go to html
 // or the document. Where the streamer gives up, so does streamTree, and the
-// caller parses the page with html.Parse. The differential test over real
-// manuals and FuzzStreamTree hold the tree to html.Parse's, node for node.
+// caller parses the page with html.Parse. The differential tests over real
+// manuals and html5lib's tree-construction inputs, and FuzzStreamTree, hold
+// the tree to html.Parse's, node for node.
 
 // Insertion modes before the body, as x/net/html names them.
 const (
@@ -51,9 +52,9 @@ func streamTree(body []byte) (doc *html.Node, ok bool) {
 	defer s.release()
 	s.rd.Reset(body)
 	s.z, s.body, s.page = html.NewTokenizer(&s.rd), body, string(body)
-	// Pages have one node (an element, or the text after a tag) to 0.9
-	// to 1.5 "<" (the bench page 1.4, the manuals 0.95), and at most an
-	// attribute per "=": one allocation each for most pages.
+	// A page has 0.9 to 1.5 nodes per "<" (the manuals 0.95, the bench
+	// page 1.4), and at most one attribute per "=": one slab of each for
+	// most pages.
 	s.nodes = make([]html.Node, 0, 8+bytes.Count(body, []byte{'<'})*3/2)
 	if n := bytes.Count(body, []byte{'='}); n > 0 {
 		s.attrs = make([]html.Attribute, 0, n)
@@ -407,31 +408,17 @@ func (b *treeBuilder) startInBody(t tag, selfClosing bool, at int) bool {
 func (b *treeBuilder) end(t tag) bool {
 	s := b.s
 	for b.mode < treeInBody {
-		switch b.mode {
-		case treeBeforeHTML, treeBeforeHead, treeAfterHead:
-			switch t.atom {
-			case atom.Head:
-				if b.mode == treeAfterHead {
-					return true
-				}
-			case atom.Body, atom.Html, atom.Br:
-			case atom.Template:
-				return b.mode != treeAfterHead
-			default:
-				return true // ignored
-			}
-		case treeInHead:
-			switch t.atom {
-			case atom.Head:
-				s.root = b.html
-				b.mode++
-				return true
-			case atom.Body, atom.Html, atom.Br:
-			case atom.Template:
-				return false
-			default:
-				return true
-			}
+		switch a := t.atom; {
+		case a == atom.Template && b.mode >= treeInHead:
+			return false // the parser's template rules
+		case a == atom.Head && b.mode == treeInHead:
+			s.root = b.html
+			b.mode++
+			return true
+		case a == atom.Body || a == atom.Html || a == atom.Br || a == atom.Head && b.mode < treeInHead:
+			// The mode's implied step, then the tag again.
+		case b.mode != treeInitial:
+			return true // ignored
 		}
 		if b.mode == treeInitial {
 			b.mode++
