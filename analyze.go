@@ -131,7 +131,8 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 	isXML := !isHTML && (strings.Contains(ct, "xml") || strings.HasSuffix(path, ".xml") || strings.HasSuffix(path, ".xml.gz"))
 	switch {
 	case isHTML:
-		if stream && cbs.streamTags != nil && len(cbs.xml) == 0 {
+		streamTried := stream && cbs.streamTags != nil && len(cbs.xml) == 0
+		if streamTried {
 			if page, ok := streamHTML(resp.Body, cbs.html, cbs.streamTags); ok {
 				c.counts.streamed.Add(1)
 				c.runStreamed(cbs, resp, page, report)
@@ -139,7 +140,18 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 			}
 			c.counts.parsedWhole.Add(1)
 		}
-		root, err := html.Parse(bytes.NewReader(resp.Body))
+		// The streamer builds the tree where it is html.Parse's
+		// (streamTree); a page it just gave up on would almost always
+		// make it give up again, so that one goes to html.Parse at once.
+		var root *html.Node
+		var err error
+		built := false
+		if !streamTried {
+			root, built = streamTree(resp.Body)
+		}
+		if !built {
+			root, err = html.Parse(bytes.NewReader(resp.Body))
+		}
 		if err != nil {
 			// x/net/html refuses more than 512 open elements; browsers
 			// render such pages, so parse them again flattened.

@@ -94,6 +94,12 @@ type streamer struct {
 	body []byte
 	off  int
 	out  streamPage
+	// root is where content goes when no element is open: nil when
+	// matching (nothing outside a match is built); in streamTree's
+	// whole-document mode the document, html, head or body. page is the
+	// page as one string there, whose substrings attribute values are.
+	root *html.Node
+	page string
 }
 
 // streamHTML matches cbs in body. ok is false when the page needs the whole
@@ -225,12 +231,13 @@ func (s *streamer) top() *sframe {
 	return &s.stack[len(s.stack)-1]
 }
 
-// parent is the node new content is appended to, nil outside every match.
+// parent is the node new content is appended to: outside every open
+// element, root (nil when matching: outside every match).
 func (s *streamer) parent() *html.Node {
 	if t := s.top(); t != nil {
 		return t.node
 	}
-	return nil
+	return s.root
 }
 
 func (s *streamer) token(tt html.TokenType, at int) bool {
@@ -441,7 +448,7 @@ func (s *streamer) plainAttrs(nameLen int) bool {
 		if len(key) == 0 || i >= len(raw) {
 			return false
 		}
-		var val []byte
+		var val string
 		if raw[i] == '=' {
 			if i+1 >= len(raw) || raw[i+1] != '"' {
 				return false
@@ -450,7 +457,7 @@ func (s *streamer) plainAttrs(nameLen int) bool {
 			if end < 0 {
 				return false
 			}
-			val = raw[i+2 : i+2+end]
+			val = s.pageString(raw, i+2, i+2+end)
 			i += 3 + end
 		}
 		for _, a := range s.attrBuf {
@@ -458,7 +465,7 @@ func (s *streamer) plainAttrs(nameLen int) bool {
 				return false
 			}
 		}
-		s.attrBuf = append(s.attrBuf, html.Attribute{Key: atom.String(key), Val: string(val)})
+		s.attrBuf = append(s.attrBuf, html.Attribute{Key: atom.String(key), Val: val})
 	}
 }
 

@@ -92,6 +92,7 @@
 //	analysis     analyze.go         the response callbacks, then the request is finished
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
 //	                                which selectors can)
+//	             stream_tree.go     the whole tree built by that streamer where it is html.Parse's
 //	             retry.go           RetryPolicy, BusyRetries, and waits for robots.txt
 //	             recrawl.go         Recrawl: due pages, conditional requests, what changed, the schedule
 //	items        items.go           Emit and the item pipeline
