@@ -96,10 +96,8 @@ type streamer struct {
 	out  streamPage
 	// root is where content goes when no element is open: nil when
 	// matching (nothing outside a match is built); in streamTree's
-	// whole-document mode the document, html, head or body. page is the
-	// page as one string there, whose substrings attribute values are.
+	// whole-document mode the document, html, head or body.
 	root *html.Node
-	page string
 }
 
 // streamHTML matches cbs in body. ok is false when the page needs the whole
@@ -457,7 +455,7 @@ func (s *streamer) plainAttrs(nameLen int) bool {
 			if end < 0 {
 				return false
 			}
-			val = s.pageString(raw, i+2, i+2+end)
+			val = string(raw[i+2 : i+2+end])
 			i += 3 + end
 		}
 		for _, a := range s.attrBuf {

@@ -13,9 +13,9 @@ import (
 // callbacks need the tree (a Colly program as is) is parsed into one; for
 // the pages StreamHTML's streamer follows, the streamer builds that tree
 // itself: every node, from the Document down, as html.Parse builds it, but
-// cut from a few slabs per page, with its text and attribute values
-// substrings of one string of the page where the tokenizer left them as
-// written. What comes before the body (the doctype, comments, the
+// cut from a few slabs per page. Each text and attribute value is its own
+// string, as html.Parse's are: one a callback keeps does not keep the page.
+// What comes before the body (the doctype, comments, the
 // explicit or implied html and head, the head's elements and white space)
 // follows the parser's first insertion modes here; the body is the
 // streamer's, with every element built; after </body> comments go to html
@@ -51,7 +51,7 @@ func streamTree(body []byte) (doc *html.Node, ok bool) {
 	s := streamers.Get().(*streamer)
 	defer s.release()
 	s.rd.Reset(body)
-	s.z, s.body, s.page = html.NewTokenizer(&s.rd), body, string(body)
+	s.z, s.body = html.NewTokenizer(&s.rd), body
 	// A page has 0.9 to 1.5 nodes per "<" (the manuals 0.95, the bench
 	// page 1.4), and at most one attribute per "=": one slab of each for
 	// most pages.
@@ -109,25 +109,17 @@ func (b *treeBuilder) token(tt html.TokenType, at int) bool {
 	return true
 }
 
-// textOf returns the current text token's text: the page's own bytes
-// unless the tokenizer changes them (character references, carriage
-// returns; the page has no NUL).
+// textOf returns the current text token's text: a copy of the page's own
+// bytes unless the tokenizer changes them (character references, carriage
+// returns; the page has no NUL). Each text is its own string, as
+// html.Parse's are, so that one a callback keeps (an element's Text) does
+// not keep the whole page alive.
 func (b *treeBuilder) textOf(at int) string {
 	raw := b.s.z.Raw()
 	if bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, '\r') < 0 {
-		return b.s.page[at : at+len(raw)]
+		return string(raw)
 	}
 	return string(b.s.z.Text())
-}
-
-// pageString returns raw[i:j] of the current token as a string: a
-// substring of the page when streamTree keeps it as one, else a copy.
-func (s *streamer) pageString(raw []byte, i, j int) string {
-	if s.page == "" {
-		return string(raw[i:j])
-	}
-	at := s.off - len(raw)
-	return s.page[at+i : at+j]
 }
 
 // rawText is the content and end of a raw text or RCDATA element, which

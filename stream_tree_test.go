@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -349,5 +350,40 @@ func TestTreePathWithoutParse(t *testing.T) {
 	t.Logf("the tree path: %.0f allocations for the bench page", allocs)
 	if allocs > 200 {
 		t.Errorf("the tree path cost %.0f allocations for the bench page, want at most 200 (html.Parse alone: 465)", allocs)
+	}
+}
+
+// A string a callback keeps from a page (an attribute, an element's text)
+// holds only its own bytes, as with html.Parse: a crawler that collects
+// each page's links or title must not keep every page it read.
+func TestStreamTreeKeptStringsDoNotHoldThePage(t *testing.T) {
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	const pages = 100
+	filler := strings.Repeat("<p>"+strings.Repeat("words of a long page ", 50)+"</p>\n", 64) // about 64 KB
+	var kept []string
+	before := heap()
+	for i := range pages {
+		body := fmt.Appendf(nil, "<!DOCTYPE html><html><head><title>page %d</title></head><body>\n%s<a href=\"/p/%d\">next</a>\n</body></html>", i, filler, i+1)
+		doc, ok := streamTree(body)
+		if !ok {
+			t.Fatalf("page %d: streamTree gave up", i)
+		}
+		sel := goquery.NewDocumentFromNode(doc)
+		href, _ := sel.Find("a").Attr("href")
+		kept = append(kept, href, nodeText(sel.Find("title").Nodes[0]), nodeText(sel.Find("a").Nodes[0]))
+	}
+	held := int64(heap()) - int64(before)
+	runtime.KeepAlive(kept)
+	if want := fmt.Sprintf("/p/%d", pages); kept[len(kept)-3] != want {
+		t.Fatalf("last href = %q, want %q", kept[len(kept)-3], want)
+	}
+	// Each page is about 64 KB: holding them would be over 6 MB.
+	if limit := int64(pages * 1024); held > limit {
+		t.Errorf("%d strings kept from %d pages hold %d bytes of heap, want at most %d: they keep their pages alive", len(kept), pages, held, limit)
 	}
 }
