@@ -31,6 +31,9 @@ import (
 // streamPage is what streamHTML found: for each OnHTML callback, the
 // elements it matched in document order; and the first <base href>.
 type streamPage struct {
+	// root is the empty document node the matched elements' selections
+	// share.
+	root    *html.Node
 	matches [][]*html.Node
 	base    string
 	hasBase bool
@@ -120,6 +123,8 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 			for n, b := range s.joined {
 				n.Data = string(b)
 			}
+			s.out.root = s.newNode()
+			s.out.root.Type = html.DocumentNode
 			return s.out, true
 		}
 		ok := false
