@@ -111,6 +111,40 @@ func (c *Collector) runResponseCallbacks(resp *Response, stream bool) error {
 // compiled once, as goquery's Find would compile it for every page.
 var baseHrefMatcher = cascadia.MustCompile("base[href]")
 
+// matchTree returns the nodes below root that m matches, in document order,
+// as goquery's Find gives them (m is tried on the subtrees of root's element
+// children). With findBase it also returns the first <base href> below root
+// (nil if none), as cascadia.Query would find it, in the same walk instead
+// of one more over the whole page. The slice is the elements' own: it starts
+// with room for a page's worth of matches, where Find grows it match by
+// match and then copies it.
+func matchTree(root *html.Node, m cascadia.Selector, findBase bool) (matched []*html.Node, base *html.Node) {
+	for n := root.FirstChild; n != nil; {
+		if findBase && base == nil && baseHrefMatcher(n) {
+			base = n
+		}
+		if (n.Parent != root || n.Type == html.ElementNode) && m(n) {
+			if matched == nil {
+				matched = make([]*html.Node, 0, 16)
+			}
+			matched = append(matched, n)
+		}
+		// Pre-order: down, else on, else up until a next sibling.
+		if n.FirstChild != nil {
+			n = n.FirstChild
+			continue
+		}
+		for n != root && n.NextSibling == nil {
+			n = n.Parent
+		}
+		if n == root {
+			break
+		}
+		n = n.NextSibling
+	}
+	return matched, base
+}
+
 // runDocumentCallbacks runs OnHTML and OnXML. An HTML body is streamed
 // (StreamHTML) or parsed once and shared by goquery and htmlquery; XML
 // bodies go to xmlquery.
@@ -163,12 +197,22 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 			return
 		}
 		doc := goquery.NewDocumentFromNode(root)
-		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
-			href, _ := attrOf(base.Attr, "href")
-			setBase(req, href)
+		if len(cbs.html) == 0 {
+			// OnXML alone: its elements' links resolve against <base> too.
+			if base := cascadia.Query(root, baseHrefMatcher); base != nil {
+				href, _ := attrOf(base.Attr, "href")
+				setBase(req, href)
+			}
 		}
-		for _, cb := range cbs.html {
-			matched := doc.FindMatcher(cb.matcher).Nodes
+		for k, cb := range cbs.html {
+			// Each callback's elements are found when its turn comes, after
+			// the callbacks before it ran (and perhaps changed the tree), as
+			// doc.Find would find them; the first walk also finds <base>.
+			matched, base := matchTree(root, cb.matcher, k == 0)
+			if base != nil {
+				href, _ := attrOf(base.Attr, "href")
+				setBase(req, href)
+			}
 			els := newElements(doc, matched)
 			for i := range matched {
 				if cb.detached.Load() {
@@ -234,8 +278,8 @@ func (c *Collector) runStreamed(cbs *callbacks, resp *Response, page streamPage,
 		setBase(req, page.base)
 	}
 	// The matched elements have no document: they share one whose root is
-	// an empty document node (see StreamHTML).
-	doc := goquery.NewDocumentFromNode(&html.Node{Type: html.DocumentNode})
+	// an empty document node (see StreamHTML), cut from the page's slab.
+	doc := goquery.NewDocumentFromNode(page.root)
 	for k, cb := range cbs.html {
 		els := newElements(doc, page.matches[k])
 		for i := range page.matches[k] {
@@ -266,12 +310,14 @@ type elements struct {
 
 // newElements makes the slab for the elements of nodes, whose selections
 // belong to doc.
-func newElements(doc *goquery.Document, nodes []*html.Node) *elements {
-	els := &elements{doc: doc, nodes: nodes}
-	els.slab = make([]struct {
-		e   HTMLElement
-		sel goquery.Selection
-	}, len(nodes))
+func newElements(doc *goquery.Document, nodes []*html.Node) elements {
+	els := elements{doc: doc, nodes: nodes}
+	if len(nodes) > 0 {
+		els.slab = make([]struct {
+			e   HTMLElement
+			sel goquery.Selection
+		}, len(nodes))
+	}
 	return els
 }
 

@@ -31,6 +31,9 @@ import (
 // streamPage is what streamHTML found: for each OnHTML callback, the
 // elements it matched in document order; and the first <base href>.
 type streamPage struct {
+	// root is the empty document node the matched elements' selections
+	// share.
+	root    *html.Node
 	matches [][]*html.Node
 	base    string
 	hasBase bool
@@ -86,6 +89,11 @@ type streamer struct {
 	// then keeps its slab.
 	nodes []html.Node
 	attrs []html.Attribute
+	// built counts the nodes and attributes this page cut from its slabs;
+	// hint is what the last page this streamer read cut, the size of the
+	// next page's first slabs (the pages of one site are alike: one slab
+	// each instead of several).
+	built, hint struct{ nodes, attrs int }
 	// attrBuf gathers a tag's attributes before they go to the slab.
 	attrBuf []html.Attribute
 	// rd reads the page for z.
@@ -124,6 +132,8 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 			for n, b := range s.joined {
 				n.Data = string(b)
 			}
+			s.out.root = s.newNode()
+			s.out.root.Type = html.DocumentNode
 			return s.out, true
 		}
 		ok := false
@@ -152,7 +162,8 @@ func (s *streamer) release() {
 	clear(s.attrBuf[:cap(s.attrBuf)])
 	clear(s.svg[:cap(s.svg)])
 	s.rd.Reset(nil)
-	*s = streamer{stack: s.stack[:0], name: s.name[:0], attrBuf: s.attrBuf[:0], svg: s.svg[:0], rd: s.rd}
+	hint := s.built
+	*s = streamer{stack: s.stack[:0], name: s.name[:0], attrBuf: s.attrBuf[:0], svg: s.svg[:0], rd: s.rd, hint: hint}
 	streamers.Put(s)
 }
 
@@ -566,10 +577,18 @@ func (s *streamer) addText(d string) {
 // newNode returns a zero node cut from the page's slab.
 func (s *streamer) newNode() *html.Node {
 	if len(s.nodes) == cap(s.nodes) {
-		s.nodes = make([]html.Node, 0, 16)
+		s.nodes = make([]html.Node, 0, slabSize(s.hint.nodes-s.built.nodes, 16))
 	}
+	s.built.nodes++
 	s.nodes = s.nodes[:len(s.nodes)+1]
 	return &s.nodes[len(s.nodes)-1]
+}
+
+// slabSize is the length of a new slab when the page is expected to need
+// want more (from the last page's count), at least least and at most 8
+// times that.
+func slabSize(want, least int) int {
+	return min(max(want, least), 8*least)
 }
 
 // keepAttrs moves a tag's attributes from attrBuf to the page's slab, with
@@ -581,8 +600,9 @@ func (s *streamer) keepAttrs() []html.Attribute {
 		return nil
 	}
 	if cap(s.attrs)-len(s.attrs) < k {
-		s.attrs = make([]html.Attribute, 0, max(32, k))
+		s.attrs = make([]html.Attribute, 0, max(slabSize(s.hint.attrs-s.built.attrs, 32), k))
 	}
+	s.built.attrs += k
 	i := len(s.attrs)
 	s.attrs = append(s.attrs, s.attrBuf...)
 	return s.attrs[i : i+k : i+k]

@@ -421,7 +421,7 @@ func (s *serialCallbacks) enter(c *Collector, req *Request, token uint64) (func(
 		}
 		done = r.ctx.Done()
 		mine = done
-	} else if c.snapshot().async {
+	} else if c.Async { // read as snapshot reads it, without building one
 		return noRelease, nil
 	} else if d, _ := s.ownerDone.Load().(<-chan struct{}); d != nil {
 		done = d

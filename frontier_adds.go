@@ -61,21 +61,35 @@ func (f *queueFrontier) detachAdds() {
 // this run pushed and has not leased yet (refused as visited); both are
 // reported at the next flush, never inside the AddURL call.
 func (f *queueFrontier) addQueued(r *Request) error {
-	n := f.queuedRequest(r)
+	method := cmp.Or(r.Method, http.MethodGet)
+	key := urlkey.RequestKey(method, urlkey.Canonical(r.URL, f.cfg.sortQuery), r.bodyBytes)
 	var refusal error
 	if !r.entry.admitted {
-		refusal = f.cfg.checkURL(n.URL, n.Depth)
+		refusal = f.cfg.checkURL(r.URL, max(r.Depth, 1))
 	}
 	// The duplicate check comes before Marshal: most links a page adds
-	// are duplicates, and they need no entry.
-	dedupe := refusal == nil && n.checkRevisit && !f.cfg.allowRevisit
+	// are duplicates, and they need no entry. A duplicate that nothing
+	// would see refused (no OnRefused, no debug log, no recrawl) needs no
+	// Request either: it is only counted, at once (a count runs no user
+	// code, so it may happen inside the AddURL call).
+	dedupe := refusal == nil && !r.entry.admitted && !f.cfg.allowRevisit
+	var n *Request
 	if refusal != nil || dedupe {
+		heard := refusal != nil || f.cfg.recrawl != nil || f.c.debugEnabled() || len(f.c.snapshotCallbacks().refused) > 0
+		if heard {
+			n = f.queuedRequest(r, method, key)
+		}
 		f.mu.Lock()
 		if refusal == nil {
-			if _, dup := f.pushed[n.visitKey]; dup {
-				refusal = &AlreadyVisitedError{Destination: n.URL}
+			if _, dup := f.pushed[key]; !dup {
+				f.pushed[key] = struct{}{}
+			} else if n == nil {
+				f.mu.Unlock()
+				f.c.nextID.Add(1) // the ID its Request would have taken
+				f.c.refusals.add(RefusedVisited)
+				return nil
 			} else {
-				f.pushed[n.visitKey] = struct{}{}
+				refusal = &AlreadyVisitedError{Destination: n.URL}
 			}
 		}
 		if refusal != nil {
@@ -90,10 +104,13 @@ func (f *queueFrontier) addQueued(r *Request) error {
 	if err != nil {
 		if dedupe {
 			f.mu.Lock()
-			delete(f.pushed, n.visitKey)
+			delete(f.pushed, key)
 			f.mu.Unlock()
 		}
 		return fmt.Errorf("marshal request: %w", err)
+	}
+	if n == nil {
+		n = f.queuedRequest(r, method, key)
 	}
 	f.mu.Lock()
 	f.added.links.data = append(f.added.links.data, data)
@@ -118,8 +135,8 @@ func (f *queueFrontier) unlockAdded() {
 // storeLinks needs (visited key, whether it is checked) and what OnRefused
 // shows if it is refused, as its lease would have decoded it. r itself
 // stays the caller's.
-func (f *queueFrontier) queuedRequest(r *Request) *Request {
-	method := cmp.Or(r.Method, http.MethodGet)
+// method and key are r's method and visited key, as addQueued computed them.
+func (f *queueFrontier) queuedRequest(r *Request, method string, key uint64) *Request {
 	h, ctx := r.Headers, r.Ctx
 	if h == nil {
 		h = &http.Header{}
@@ -137,7 +154,7 @@ func (f *queueFrontier) queuedRequest(r *Request) *Request {
 	// again) is leased without a visited check, so it is pushed
 	// without one too.
 	n.checkRevisit = !r.entry.admitted
-	n.visitKey = urlkey.RequestKey(method, urlkey.Canonical(r.URL, f.cfg.sortQuery), r.bodyBytes)
+	n.visitKey = key
 	return n
 }
 
