@@ -292,7 +292,7 @@ func TestNewLinkAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Visit of a new link: %v", err)
 	}
-	if allocs > 5 {
+	if allocsCounted(t) && allocs > 5 {
 		t.Errorf("admitting a new link: %v allocations, want at most 5", allocs)
 	}
 }
@@ -413,7 +413,7 @@ func TestHeardLinkAllocations(t *testing.T) {
 	if heard != 201 {
 		t.Fatalf("OnRefused heard %d refusals as visited, want 201", heard)
 	}
-	if allocs > 4 {
+	if allocsCounted(t) && allocs > 4 {
 		t.Errorf("refusing a visited link to OnRefused: %v allocations, want at most 4", allocs)
 	}
 }
