@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -223,4 +224,55 @@ func TestBroadNewHostNotBehindBacklog(t *testing.T) {
 			prev = at
 		}
 	})
+}
+
+// frontierHostBytes returns the heap a frontier holds per host beyond its
+// pending links: n links to n hosts less n links to one host, ÷ n.
+func frontierHostBytes(t *testing.T, n int) float64 {
+	t.Helper()
+	c := NewCollector()
+	base := mustURL(t, "http://127.0.0.1:8080/")
+	fill := func(hostOf func(i int) string) any {
+		f := newMemFrontier(0)
+		f.pace(2, 4)
+		for i := range n {
+			req := pendingTestLink(t, c, base, "http://"+hostOf(i)+"/p/"+strconv.Itoa(i))
+			if err := f.push(context.Background(), req, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f
+	}
+	many := medianHeapGrowth(3, func() any {
+		return fill(func(i int) string {
+			return "127." + strconv.Itoa(1+i/65536) + "." + strconv.Itoa(i/256%256) + "." + strconv.Itoa(i%256) + ":8080"
+		})
+	})
+	one := medianHeapGrowth(3, func() any { return fill(func(int) string { return "127.0.0.1:8080" }) })
+	return float64(many-one) / float64(n)
+}
+
+// TestFrontierPerHostState: the in-memory frontier's per-host queues cost a
+// stated number of bytes per host with links pending, the same at 2,000 and
+// 20,000 hosts (linear in hosts); a host with nothing pending or out costs
+// nothing (TestFrontierPacedNewHostFirst).
+func TestFrontierPerHostState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures 20,000 hosts")
+	}
+	// 512 bytes: the queue (key, slice, counters, heap index), its map
+	// slot and its own one-entry slice, with room for the race detector.
+	const bound = 512
+	var per [2]float64
+	for i, n := range []int{2000, 20000} {
+		b := frontierHostBytes(t, n)
+		t.Logf("frontier, %d hosts: %.0f bytes per host", n, b)
+		if b > bound {
+			t.Errorf("frontier at %d hosts: %.0f bytes per host, want at most %d", n, b, bound)
+		}
+		per[i] = b
+	}
+	if per[1] > 1.25*per[0] {
+		t.Errorf("frontier bytes per host grow with hosts: %.0f at 2,000, %.0f at 20,000", per[0], per[1])
+	}
 }
