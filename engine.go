@@ -211,6 +211,11 @@ func (r *run) feed() {
 }
 
 func (r *run) feedLoop() {
+	if p, ok := r.front.(pacedFrontier); ok {
+		// The gate's bounds (newRun): no host takes more than its
+		// share of the room while others wait behind it.
+		p.pace(limits.ParkedPerHost, r.cfg.parked(cap(r.tokens)))
+	}
 	for {
 		req, err := r.front.next(r.feedCtx)
 		if err != nil {
@@ -230,6 +235,7 @@ func (r *run) feedLoop() {
 // dispatch hands requests whose host may start to the scheduler, one per
 // free download token.
 func (r *run) dispatch() {
+	paced, _ := r.front.(pacedFrontier)
 	for {
 		select {
 		case r.tokens <- struct{}{}:
@@ -241,6 +247,9 @@ func (r *run) dispatch() {
 			return
 		}
 		req.ticket = ticket
+		if paced != nil {
+			paced.started(req.URL.Host)
+		}
 		r.busyMu.Lock()
 		r.busy++
 		r.busyMu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,21 +42,47 @@ type frontier interface {
 	close() []*Request
 }
 
-// memFrontier is the default frontier: an in-memory FIFO of pending
-// requests (no marshalling, so Context values keep their types; a link waits
-// in a compact form, see frontier_pending.go) plus a heap of requests that
-// wait for a not-before time (retries).
+// pacedFrontier is a frontier that keeps the hosts' share of the gate
+// fair (memFrontier): the feeder sets the bounds before its first next, and
+// the dispatcher reports each request that leaves the gate.
+type pacedFrontier interface {
+	pace(perHost, maxOut int)
+	started(key string)
+}
+
+// memFrontier is the default frontier: in-memory queues of pending
+// requests, one per host (no marshalling, so Context values keep their
+// types; a link waits in a compact form, see frontier_pending.go), plus a
+// heap of requests that wait for a not-before time (retries).
+//
+// Requests leave in the order they came, across hosts, except that a host
+// with perHost requests out (taken by next and not yet started, so parked
+// in the politeness gate) waits while maxOut requests are out in all: a
+// host whose pages link mostly to itself then cannot fill the gate and hold
+// a newly found host's first request behind its own backlog, while a crawl
+// of one host still keeps maxOut of them parked. Pacing is off (pure FIFO)
+// until the run calls pace; the run reports each start with started.
 type memFrontier struct {
 	// mu guards every field below.
-	mu    sync.Mutex
-	ready []pendingReq
-	head  int
+	mu sync.Mutex
+	// hosts holds a queue for every host with requests ready or out.
+	hosts map[string]*hostQueue
+	// under holds the hosts with requests ready and fewer than perHost
+	// out; over those with perHost or more, served only while out <
+	// maxOut. Both are ordered by their first request's arrival.
+	under, over hostHeap
+	seq         uint32
+	// out counts requests taken and not yet started (pacing only).
+	out int
+	// perHost and maxOut are the pacing bounds (see pace); 0: no pacing.
+	perHost, maxOut int
 	// origins are the latest shared parts of compact links (see originFor).
 	origins [originCache]*pendingOrigin
 	delayed delayHeap
 	count   int // admitted and not finished
 	idleCh  chan struct{}
-	// wake has room for one value: a push signals a waiting next without blocking.
+	// wake has room for one value: a push (or a start that lets a paced
+	// host go on) signals a waiting next without blocking.
 	wake   chan struct{}
 	closed bool
 	now    func() time.Time
@@ -63,12 +90,159 @@ type memFrontier struct {
 	max int
 }
 
+// hostQueue is one host's ready requests in arrival order, and how many of
+// its requests are out.
+type hostQueue struct {
+	key   string
+	items []pendingReq
+	head  int
+	out   int
+	// idx is the queue's index in under or over (see inOver), -1 in none.
+	idx    int
+	inOver bool
+}
+
+func (q *hostQueue) len() int { return len(q.items) - q.head }
+
+// push appends p; a queue whose front half is spent moves down instead of
+// growing, so that a host that is never empty stays bounded by its backlog.
+func (q *hostQueue) push(p pendingReq) {
+	if len(q.items) == cap(q.items) && q.head > 0 && q.head*2 >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, p)
+}
+
+func (q *hostQueue) pop() pendingReq {
+	p := q.items[q.head]
+	q.items[q.head] = pendingReq{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return p
+}
+
+// before reports whether sequence number a came before b; they wrap, and
+// only order hosts (each host's own order is its queue's).
+func before(a, b uint32) bool { return int32(a-b) < 0 }
+
+// hostHeap orders host queues by the arrival of their first request.
+type hostHeap []*hostQueue
+
+func (h hostHeap) Len() int { return len(h) }
+func (h hostHeap) Less(i, j int) bool {
+	return before(h[i].items[h[i].head].seq, h[j].items[h[j].head].seq)
+}
+func (h hostHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *hostHeap) Push(x any) {
+	q := x.(*hostQueue)
+	q.idx = len(*h)
+	*h = append(*h, q)
+}
+func (h *hostHeap) Pop() any {
+	old := *h
+	n := len(old)
+	q := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	q.idx = -1
+	return q
+}
+
 // newMemFrontier returns an empty in-memory frontier holding at most max
 // requests admitted and not finished (0: no bound).
 func newMemFrontier(max int) *memFrontier {
 	idle := make(chan struct{})
 	close(idle)
-	return &memFrontier{idleCh: idle, wake: make(chan struct{}, 1), now: time.Now, max: max}
+	return &memFrontier{idleCh: idle, wake: make(chan struct{}, 1), now: time.Now, max: max,
+		hosts: make(map[string]*hostQueue)}
+}
+
+// pace turns pacing on: a host with perHost requests out waits while
+// maxOut requests are out in all, until started reports starts. The run
+// calls it before it takes the first request, with the gate's bounds, so
+// that the gate never holds more than its room.
+func (f *memFrontier) pace(perHost, maxOut int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.perHost, f.maxOut = max(perHost, 1), max(maxOut, 1)
+	// Hosts filed before pacing counted nothing out: all are under.
+}
+
+// started reports that a request of host key, taken by next, has left the
+// gate to start (or will never start: the run is ending).
+func (f *memFrontier) started(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.perHost == 0 {
+		return
+	}
+	q := f.hosts[key]
+	if q == nil || q.out == 0 {
+		return
+	}
+	q.out--
+	f.out--
+	if q.idx >= 0 && q.inOver && q.out < f.perHost {
+		heap.Remove(&f.over, q.idx)
+		f.file(q)
+		f.signal()
+	} else if f.out == f.maxOut-1 && len(f.over) > 0 {
+		f.signal()
+	}
+	f.forget(q)
+}
+
+// signal wakes a waiting next; f.mu is held.
+func (f *memFrontier) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// file puts q, in no heap, into the heap its state says: none when it has
+// nothing ready.
+func (f *memFrontier) file(q *hostQueue) {
+	if q.len() == 0 {
+		q.inOver = false
+		return
+	}
+	q.inOver = f.perHost > 0 && q.out >= f.perHost
+	if q.inOver {
+		heap.Push(&f.over, q)
+	} else {
+		heap.Push(&f.under, q)
+	}
+}
+
+// forget drops q once it has nothing ready and nothing out, so that the
+// map holds only hosts with work.
+func (f *memFrontier) forget(q *hostQueue) {
+	if q.len() == 0 && q.out == 0 && q.idx < 0 {
+		delete(f.hosts, q.key)
+	}
+}
+
+// enqueue appends p to its host's queue; f.mu is held.
+func (f *memFrontier) enqueue(key string, p pendingReq) {
+	q := f.hosts[key]
+	if q == nil {
+		q = &hostQueue{key: key, idx: -1}
+		f.hosts[key] = q
+	}
+	f.seq++
+	p.seq = f.seq
+	q.push(p)
+	if q.len() == 1 {
+		f.file(q)
+	}
 }
 
 // push adds req; past the MaxPending bound it refuses it with
@@ -96,12 +270,9 @@ func (f *memFrontier) add(req *Request, notBefore time.Time, force bool) error {
 		req.notBefore = notBefore
 		heap.Push(&f.delayed, req)
 	} else {
-		f.ready = append(f.ready, f.compact(req))
+		f.enqueue(req.URL.Host, f.compact(req))
 	}
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
+	f.signal()
 	return nil
 }
 
@@ -111,18 +282,30 @@ func (f *memFrontier) take() (*Request, time.Time) {
 	defer f.mu.Unlock()
 	now := f.now()
 	for len(f.delayed) > 0 && !f.delayed[0].notBefore.After(now) {
-		f.ready = append(f.ready, pendingReq{full: heap.Pop(&f.delayed).(*Request)})
+		req := heap.Pop(&f.delayed).(*Request)
+		f.enqueue(req.URL.Host, pendingReq{full: req})
 	}
-	if f.head < len(f.ready) {
-		p := f.ready[f.head]
-		f.ready[f.head] = pendingReq{}
-		f.head++
-		if f.head == len(f.ready) {
-			f.ready, f.head = f.ready[:0], 0
-		} else if f.head > 1024 && f.head*2 > len(f.ready) {
-			f.ready = append([]pendingReq(nil), f.ready[f.head:]...)
-			f.head = 0
+	var q *hostQueue
+	if len(f.under) > 0 {
+		q = f.under[0]
+	}
+	if len(f.over) > 0 && (f.perHost == 0 || f.out < f.maxOut) &&
+		(q == nil || before(f.over[0].items[f.over[0].head].seq, q.items[q.head].seq)) {
+		q = f.over[0]
+	}
+	if q != nil {
+		if q.inOver {
+			heap.Remove(&f.over, q.idx)
+		} else {
+			heap.Remove(&f.under, q.idx)
 		}
+		p := q.pop()
+		if f.perHost > 0 {
+			q.out++
+			f.out++
+		}
+		f.file(q)
+		f.forget(q)
 		return p.request(), time.Time{}
 	}
 	if len(f.delayed) > 0 {
@@ -198,12 +381,24 @@ func (f *memFrontier) close() []*Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	left := make([]*Request, 0, len(f.ready)-f.head+len(f.delayed))
-	for i := f.head; i < len(f.ready); i++ {
-		left = append(left, f.ready[i].request())
+	var ready []pendingReq
+	for _, q := range f.hosts {
+		ready = append(ready, q.items[q.head:]...)
+	}
+	// In the order they came, across hosts as within each.
+	slices.SortFunc(ready, func(a, b pendingReq) int {
+		if before(a.seq, b.seq) {
+			return -1
+		}
+		return 1
+	})
+	left := make([]*Request, 0, len(ready)+len(f.delayed))
+	for i := range ready {
+		left = append(left, ready[i].request())
 	}
 	left = append(left, f.delayed...)
-	f.ready, f.head, f.delayed, f.origins = nil, 0, nil, [originCache]*pendingOrigin{}
+	f.hosts, f.under, f.over, f.out = make(map[string]*hostQueue), nil, nil, 0
+	f.delayed, f.origins = nil, [originCache]*pendingOrigin{}
 	return left
 }
 

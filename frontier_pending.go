@@ -29,7 +29,9 @@ type pendingReq struct {
 	key    uint64
 	id     uint32
 	depth  int32
-	flags  pendingFlags
+	// seq is the frontier's arrival number (see memFrontier.enqueue).
+	seq   uint32
+	flags pendingFlags
 }
 
 // pendingFlags are a compact pendingReq's booleans.

@@ -6,7 +6,8 @@
 # 50 pages per host, 5 at 20,000 hosts), $RUNS round(s) (default 1) of
 # $BROAD_IMPLS (default raw colly-async magpie-async, and magpie-async@old
 # when OLD_REF is set), then the root package's and limits' per-host state
-# tests, which print the bytes a host costs the robots.txt cache and the
+# tests, which print the bytes a host costs the robots.txt cache, the
+# in-memory frontier (a host with links pending) and the
 # Gate at 2,000 and 20,000 hosts. Each crawler's pages/s is set against two
 # ideals: hosts ÷ Delay, and the site's simulated crawl of the same links
 # (site -ideal, cmd/site/ideal.go: no fetch time, unlimited workers, a page
@@ -40,7 +41,7 @@ echo "broad: $(uptime)" >&2
 	echo "### Per-host state (heap bytes per host, \`go test -run 'PerHost' -v\`)"
 	echo
 	echo '```'
-	(cd "$here/.." && go test -count=1 -run 'TestRobotsCachePerHost' -v . &&
+	(cd "$here/.." && go test -count=1 -run 'TestRobotsCachePerHost|TestFrontierPerHostState' -v . &&
 		go test -count=1 -run 'TestGatePerHostState' -v ./limits) | grep -E 'bytes per host|^(ok|FAIL|---)'
 	echo '```'
 } >>"$OUT"

@@ -23,7 +23,9 @@ const DefaultMaxParked = 1024
 // mostly to its own host), so a host needs room for several Delays of work
 // or it runs dry while the feeder passes over another's run: at 200 hosts
 // of 50 pages, 4 items per host gave 505 pages/s, 16 gave 679 and 64 gave
-// 700 (bench broad scenario). Parked requests of the in-memory frontier
+// 700 (bench broad scenario). The engine's in-memory frontier keeps a host
+// that has ParkedPerHost items out of the Gate from taking the room a
+// newly found host needs. Parked requests of the in-memory frontier
 // count against MaxPending all the same, so the room costs no memory
 // there; a queue run leases within its own look-ahead.
 const ParkedPerHost = 16
