@@ -1,6 +1,7 @@
 package magpie
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -63,10 +64,15 @@ func TestContextCloneConcurrent(t *testing.T) {
 		}
 		close(clones)
 	})
+	// Each write of the loop has its own key: a clone taken after an
+	// earlier round's write rightly holds that one.
+	i := 0
 	for c := range clones {
 		before := c.GetAny("k")
-		parent.Put("late", 1)
-		if c.GetAny("k") != before || c.GetAny("late") != nil {
+		late := "late" + strconv.Itoa(i)
+		i++
+		parent.Put(late, 1)
+		if c.GetAny("k") != before || c.GetAny(late) != nil {
 			t.Fatalf("a clone saw a write made after it was taken")
 		}
 	}
