@@ -5,8 +5,9 @@
 # built from this tree, once with its own selectors (title and a[href]:
 # the library matches them while tokenizing, StreamHTML) and once with
 # --follow 'html a[href]' (the same links, but a selector that looks above
-# its element, so every page is parsed whole as before the CLI used
-# StreamHTML). The two crawls of a manual must write the same items (url,
+# its element, so every page's whole tree is built, as for a collector
+# without StreamHTML: by the streamer where that is html.Parse's tree, else
+# by html.Parse). The two crawls of a manual must write the same items (url,
 # status, title, links); the script exits 1 when they do not.
 #
 # Prints a markdown table on stdout: per manual and mode, medians over the
