@@ -120,17 +120,10 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 	s.z, s.cbs, s.tags, s.body = html.NewTokenizer(&s.rd), cbs, tags, body
 	s.out.matches = make([][]*html.Node, len(cbs))
 	for {
-		// As the parser does: CDATA sections only inside foreign content.
-		s.z.AllowCDATA(len(s.svg) > 0)
-		tt := s.z.Next()
-		at := s.off
-		s.off += len(s.z.Raw())
+		tt, at := s.next()
 		if tt == html.ErrorToken {
-			if s.z.Err() != io.EOF || len(s.svg) > 0 && !s.endSVG() {
+			if !s.atEOF() {
 				return page, false
-			}
-			for n, b := range s.joined {
-				n.Data = string(b)
 			}
 			s.out.root = s.newNode()
 			s.out.root.Type = html.DocumentNode
@@ -146,6 +139,29 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 			return page, false
 		}
 	}
+}
+
+// next reads the next token; at is where it begins in the body.
+func (s *streamer) next() (tt html.TokenType, at int) {
+	// As the parser does: CDATA sections only inside foreign content.
+	s.z.AllowCDATA(len(s.svg) > 0)
+	tt = s.z.Next()
+	at = s.off
+	s.off += len(s.z.Raw())
+	return tt, at
+}
+
+// atEOF reports whether the error token just read is the page's clean end
+// (an open svg in a match is parsed then); the text joined into nodes is
+// written into them.
+func (s *streamer) atEOF() bool {
+	if s.z.Err() != io.EOF || len(s.svg) > 0 && !s.endSVG() {
+		return false
+	}
+	for n, b := range s.joined {
+		n.Data = string(b)
+	}
+	return true
 }
 
 // streamers are reused from page to page for their own buffers (the open

@@ -3,10 +3,8 @@ package magpie
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,31 +264,7 @@ var htmlCorpusGlobs = []string{"/usr/share/doc/python3*/html", "/usr/share/doc/p
 // manual page that streams gives each callback what parsing it gives, and
 // most pages stream.
 func TestStreamHTMLCorpus(t *testing.T) {
-	var files []string
-	seen := map[string]bool{}
-	for _, glob := range htmlCorpusGlobs {
-		dirs, _ := filepath.Glob(glob)
-		for _, dir := range dirs {
-			// Several package folders link to one manual.
-			if dir, _ = filepath.EvalSymlinks(dir); dir == "" || seen[dir] {
-				continue
-			}
-			seen[dir] = true
-			filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-				if err == nil && d.Type().IsRegular() && strings.HasSuffix(path, ".html") {
-					files = append(files, path)
-				}
-				return nil
-			})
-		}
-	}
-	if len(files) == 0 {
-		if os.Getenv("MAGPIE_REQUIRE_HTML_CORPUS") != "" {
-			t.Fatalf("no HTML manuals in %q; install python3-doc and postgresql-doc", htmlCorpusGlobs)
-		}
-		t.Skip("no HTML manuals installed (apt-get install python3-doc postgresql-doc); set MAGPIE_REQUIRE_HTML_CORPUS to fail instead")
-	}
-	slices.Sort(files)
+	files := htmlCorpus(t)
 	if raceOn || testing.Short() {
 		// A sample: the streamer runs on one goroutine, so the race
 		// detector adds nothing here but time; .ci/run also runs the

@@ -116,11 +116,19 @@ func TestStopClosesBodyThatIgnoresContext(t *testing.T) {
 	c.SetRequestTimeout(0)
 	tr := blockingBodyTransport{reading: make(chan struct{}, 1)}
 	c.WithTransport(tr)
-	if err := c.Visit("http://stuck.test/"); err != nil {
+	stopWhileReading(t, c, "http://stuck.test/", tr.reading)
+}
+
+// stopWhileReading visits u with c, waits until its body is being read
+// (reading), then Stops c: Stop and Wait must return within 30 s although
+// the read blocks.
+func stopWhileReading(t *testing.T, c *Collector, u string, reading <-chan struct{}) {
+	t.Helper()
+	if err := c.Visit(u); err != nil {
 		t.Fatalf("Visit() error = %v", err)
 	}
 	select {
-	case <-tr.reading:
+	case <-reading:
 	case <-time.After(30 * time.Second):
 		t.Fatal("request not sent in 30s")
 	}
@@ -129,6 +137,6 @@ func TestStopClosesBodyThatIgnoresContext(t *testing.T) {
 	select {
 	case <-stopped:
 	case <-time.After(30 * time.Second):
-		t.Fatal("Stop did not return in 30s while a body read ignored the context")
+		t.Fatalf("Stop did not return in 30s while the body read of %s ignored the context", u)
 	}
 }

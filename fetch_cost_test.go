@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestStopEndsBodyReadOfOwnTransport: with net/http's own transport, the
@@ -42,21 +41,7 @@ func TestStopEndsBodyReadOfOwnTransport(t *testing.T) {
 	c.SetRequestTimeout(0)
 	errs := make(chan error, 1)
 	c.OnError(func(_ *Response, err error) { errs <- err })
-	if err := c.Visit(srv.URL + "/"); err != nil {
-		t.Fatalf("Visit() error = %v", err)
-	}
-	select {
-	case <-reading:
-	case <-time.After(30 * time.Second):
-		t.Fatal("body not started in 30s")
-	}
-	stopped := make(chan struct{})
-	go func() { c.Stop(); c.Wait(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Stop did not return in 30s while a body was being read")
-	}
+	stopWhileReading(t, c, srv.URL+"/", reading)
 	if got := c.Stats().Responses; got != 0 {
 		t.Errorf("Stats().Responses = %d after a body cut short by Stop, want 0", got)
 	}
@@ -73,21 +58,7 @@ func TestStopClosesBodyOfRegisteredProtocol(t *testing.T) {
 	c := NewCollector(IgnoreRobotsTxt(), Async())
 	c.SetRequestTimeout(0)
 	c.WithTransport(tr)
-	if err := c.Visit("stuck://host.test/"); err != nil {
-		t.Fatalf("Visit() error = %v", err)
-	}
-	select {
-	case <-stuck.reading:
-	case <-time.After(30 * time.Second):
-		t.Fatal("request not sent in 30s")
-	}
-	stopped := make(chan struct{})
-	go func() { c.Stop(); c.Wait(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Stop did not return in 30s while a registered protocol's body ignored the context")
-	}
+	stopWhileReading(t, c, "stuck://host.test/", stuck.reading)
 }
 
 // TestSendHeaderIsACopy: the header a request is sent with is a copy of

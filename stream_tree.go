@@ -2,7 +2,6 @@ package magpie
 
 import (
 	"bytes"
-	"io"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -66,18 +65,12 @@ func streamTree(body []byte) (doc *html.Node, ok bool) {
 	// until there is an html element, so that attributes are read.
 	s.root = b.doc
 	for {
-		s.z.AllowCDATA(len(s.svg) > 0)
-		tt := s.z.Next()
-		at := s.off
-		s.off += len(s.z.Raw())
+		tt, at := s.next()
 		if tt == html.ErrorToken {
-			if s.z.Err() != io.EOF || len(s.svg) > 0 && !s.endSVG() {
+			if !s.atEOF() {
 				return nil, false
 			}
 			b.finish()
-			for n, d := range s.joined {
-				n.Data = string(d)
-			}
 			return b.doc, true
 		}
 		if !b.token(tt, at) || s.bad || len(s.stack)+len(s.svg) > maxStreamDepth {
