@@ -77,7 +77,7 @@
 //	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
 //	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs
 //	             robots_links.go    a page's links to one host checked against one robots.txt lookup
-//	frontier     frontier.go        the frontier interface and the in-memory frontier
+//	frontier     frontier.go        the frontier interface; the in-memory frontier, a queue per host paced by the gate
 //	             frontier_pending.go  a link waiting in memory: a compact entry, a Request again when it leaves
 //	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
