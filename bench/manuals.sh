@@ -22,10 +22,10 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 P=${P:-16}
 MANUALS=${MANUALS:-"python postgres"}
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
+. ./bench/nginx.sh
 work=$(mktemp -d)
 cleanup() {
-	[[ -f $work/nginx/nginx.pid ]] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
+	nginx_stop "$work"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -42,32 +42,7 @@ done
 
 go build -o "$work/magpie" ./cmd/magpie
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-user=""
-[[ $(id -u) == 0 ]] && user="user root;"
-cat >"$work/nginx/nginx.conf" <<EOF
-$user
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 512; }
-http {
-	access_log off;
-	client_body_temp_path $work/nginx/body;
-	proxy_temp_path $work/nginx/proxy;
-	fastcgi_temp_path $work/nginx/fastcgi;
-	uwsgi_temp_path $work/nginx/uwsgi;
-	scgi_temp_path $work/nginx/scgi;
-	types { text/html html; text/css css; application/javascript js; }
-	server { listen 127.0.0.1:$port; root $work/root; }
-}
-EOF
-"$nginx" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log"
-base="http://127.0.0.1:$port"
-for _ in $(seq 100); do
-	curl -sf -o /dev/null "$base/$m/index.html" && break
-	sleep 0.1
-done
+nginx_serve "$work" "$work/root" "${MANUALS%% *}/index.html"
 
 jsonl=$work/runs.jsonl
 : >"$jsonl"

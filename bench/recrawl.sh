@@ -27,12 +27,12 @@ VALIDATORS=${VALIDATORS:-"on off"}
 RUNS=${RUNS:-1}
 P=${P:-8}
 manual=$(ls -d /usr/share/doc/postgresql-doc-*/html | tail -1)
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
+. ./nginx.sh
 work=$(mktemp -d)
 OUT=${OUT:-$work/recrawl.jsonl}
 redis_port=""
 cleanup() {
-	[[ -f $work/nginx/nginx.pid ]] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
+	nginx_stop "$work"
 	[[ -n $redis_port ]] && redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1 || true
 	rm -rf "$work/root" "$work/nginx" "$work"/*.db*
 }
@@ -44,42 +44,12 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # start_nginx VALIDATORS: serves $work/root; sets $base.
 start_nginx() {
-	local v="etag on; if_modified_since exact;" port user=""
+	local v="etag on; if_modified_since exact;"
 	[[ $1 == off ]] && v="etag off; if_modified_since off;"
-	[[ $(id -u) == 0 ]] && user="user root;"
-	port=$(free_port)
-	rm -rf "$work/nginx" && mkdir -p "$work/nginx"
-	cat >"$work/nginx/nginx.conf" <<EOF
-$user
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 512; }
-http {
-	access_log off;
-	client_body_temp_path $work/nginx/body;
-	proxy_temp_path $work/nginx/proxy;
-	fastcgi_temp_path $work/nginx/fastcgi;
-	uwsgi_temp_path $work/nginx/uwsgi;
-	scgi_temp_path $work/nginx/scgi;
-	types { text/html html; text/css css; }
-	server { listen 127.0.0.1:$port; root $work/root; $v }
-}
-EOF
-	"$nginx" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log"
-	for _ in $(seq 100); do
-		curl -sf -o /dev/null "http://127.0.0.1:$port/index.html" && break
-		sleep 0.1
-	done
-	base="http://127.0.0.1:$port"
+	nginx_serve "$work" "$work/root" index.html "$v"
 }
 
-stop_nginx() {
-	local pid
-	pid=$(cat "$work/nginx/nginx.pid")
-	kill "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-}
+stop_nginx() { nginx_stop "$work"; }
 
 if [[ " $STORES " == *" redis "* && -z ${REDIS_ADDR:-} ]]; then
 	redis_port=$(free_port)

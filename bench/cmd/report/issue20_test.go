@@ -30,15 +30,7 @@ func TestReportIssue20(t *testing.T) {
 		i20Line("issue20-rss", "magpie-queue-add", 200000, 2500, 60, 1849, 2000),
 		i20Line("issue20-rss", "colly-queue-add", 200000, 1000, 80, 1380, 4000),
 	}
-	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	var b strings.Builder
-	if err := write(&b, rows); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	out := b.String()
+	out := reportOf(t, lines)
 	for _, want := range []string{
 		"### Issue 20: the rows of its table",
 		"Crawls: L-issue20; L-issue20-rss.",

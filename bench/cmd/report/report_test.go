@@ -27,15 +27,7 @@ func TestReport(t *testing.T) {
 		`{"scenario":"throughput","label":"L","run":3,"crawl":{"impl":"magpie-async","pages":100,"pages_per_s":200,"cpu_s":1,"peak_rss_mb":20,"allocs_per_page":1000,"timed_out":true},"site":{"total":{}}}`,
 		`{"scenario":"throughput","label":"L","run":1,"crawl":{"impl":"raw","pages":100,"pages_per_s":400,"cpu_s":0.5,"peak_rss_mb":10},"site":{"total":{}}}`,
 	}
-	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	var b strings.Builder
-	if err := write(&b, rows); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	out := b.String()
+	out := reportOf(t, lines)
 	for _, want := range []string{
 		"| L | magpie-async | 3 (1 failed) | 100 | 0 | 0 | 0.00 | 200 | 1.00 | 20.0 | 900 |", // median pages/s of 150, 250, 200; allocs/page
 		"| 2.00 / 0.50 / 0.50 | 0.50 / 2.00 / 2.00 |",                                        // ratios to colly-async and raw
@@ -59,15 +51,7 @@ func TestReportStorage(t *testing.T) {
 		`{"scenario":"storage","label":"lat","run":1,"crawl":{"impl":"magpie-redis","procs":1,"pages":5000,"pages_per_s":100},"site":{"total":{}}}`,
 		`{"scenario":"storage","label":"lat","run":1,"crawl":{"impl":"magpie-redis","procs":3,"pages":5000,"pages_per_s":280},"site":{"total":{"duplicates":1}}}`,
 	}
-	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	var b strings.Builder
-	if err := write(&b, rows); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	out := b.String()
+	out := reportOf(t, lines)
 	for _, want := range []string{
 		"### Frontier memory and Redis worker processes",
 		"| hubs | magpie-frontier-sqlite | 1 | 1 | 300 | 0 | 0 | 1000123 |",
@@ -90,15 +74,7 @@ func TestReportBroadIdeals(t *testing.T) {
 		`{"scenario":"broad","label":"B","ideal_pps":1000,"ideal_links":{"pages_per_s":454.5},"ideal_links_free":{"pages_per_s":666.7},"run":1,"crawl":{"impl":"magpie-async","pages":20000,"pages_per_s":433},"site":{"total":{}}}`,
 		`{"scenario":"broad","label":"Old","ideal_pps":1000,"run":1,"crawl":{"impl":"raw","pages":20000,"pages_per_s":500},"site":{"total":{}}}`,
 	}
-	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	var b strings.Builder
-	if err := write(&b, rows); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	out := b.String()
+	out := reportOf(t, lines)
 	for _, want := range []string{
 		"| pages/s ÷ hosts/Delay | ideal (links) pages/s turn / free | pages/s ÷ ideal (links) turn / free |",
 		"| B | raw | 1 | 20000 |",
@@ -110,4 +86,18 @@ func TestReportBroadIdeals(t *testing.T) {
 			t.Errorf("broad report lacks %q; got:\n%s", want, out)
 		}
 	}
+}
+
+// reportOf is the report of the JSON lines given.
+func reportOf(t *testing.T, lines []string) string {
+	t.Helper()
+	rows, err := load(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	var b strings.Builder
+	if err := write(&b, rows); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return b.String()
 }
