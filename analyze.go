@@ -54,6 +54,7 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 			// then finishes with err.
 			return r.holdForItems(resp, err, values)
 		}
+		resp.releaseBody()
 		r.finish(req, err)
 		return nil
 	}
@@ -61,14 +62,21 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 		c.logger.Debug("response", "url", req.URL.Redacted(), "method", req.Method, "status", resp.StatusCode, "depth", req.Depth, "request_id", req.ID)
 	}
 	if req.sitemap {
-		r.finish(req, c.readSitemap(r.cfg, resp))
+		err := c.readSitemap(r.cfg, resp)
+		resp.releaseBody()
+		r.finish(req, err)
 		return nil
 	}
 	err := c.runResponseCallbacks(resp, r.cfg.streamHTML)
 	if values := resp.takeItems(); len(values) > 0 {
-		// The page finishes when its items are through the pipelines.
+		// The page finishes, and ReuseBody takes its buffer back, when its
+		// items are through the pipelines (processItem).
 		return r.holdForItems(resp, err, values)
 	}
+	// The callbacks have returned, on this goroutine, even those of a
+	// request finished as stuck: nothing of the collector's reads the body
+	// after this.
+	resp.releaseBody()
 	r.finish(req, err)
 	return nil
 }

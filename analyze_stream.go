@@ -98,6 +98,11 @@ type streamer struct {
 	attrBuf []html.Attribute
 	// rd reads the page for z.
 	rd bytes.Reader
+	// tok is z, a copy of fresh for each page; fresh is a tokenizer that
+	// has read nothing yet, made once for the streamer, reading rd. The copy
+	// starts on fresh's 4 KB read buffer, so that a page does not allocate
+	// one (x/net/html has no Reset).
+	tok, fresh html.Tokenizer
 	// body is the page; off the offset of the token after the current one.
 	body []byte
 	off  int
@@ -116,8 +121,7 @@ func streamHTML(body []byte, cbs []*htmlCallback, tags []string) (page streamPag
 	}
 	s := streamers.Get().(*streamer)
 	defer s.release()
-	s.rd.Reset(body)
-	s.z, s.cbs, s.tags, s.body = html.NewTokenizer(&s.rd), cbs, tags, body
+	s.z, s.cbs, s.tags, s.body = s.tokenizer(body), cbs, tags, body
 	s.out.matches = make([][]*html.Node, len(cbs))
 	for {
 		tt, at := s.next()
@@ -168,7 +172,19 @@ func (s *streamer) atEOF() bool {
 // elements, the tag name, the attributes being read, the reader), which die
 // with the page; what a streamer builds for the callbacks (nodes,
 // attributes, matches) is made fresh for each page and never reused.
-var streamers = sync.Pool{New: func() any { return &streamer{stack: make([]sframe, 0, 32)} }}
+var streamers = sync.Pool{New: func() any {
+	s := &streamer{stack: make([]sframe, 0, 32)}
+	s.fresh = *html.NewTokenizer(&s.rd)
+	return s
+}}
+
+// tokenizer returns a tokenizer of body that has read nothing: s.tok, a
+// copy of s.fresh (see there).
+func (s *streamer) tokenizer(body []byte) *html.Tokenizer {
+	s.rd.Reset(body)
+	s.tok = s.fresh
+	return &s.tok
+}
 
 // release clears s of the page, keeping only its buffers, and returns it
 // to streamers.
@@ -179,7 +195,7 @@ func (s *streamer) release() {
 	clear(s.svg[:cap(s.svg)])
 	s.rd.Reset(nil)
 	hint := s.built
-	*s = streamer{stack: s.stack[:0], name: s.name[:0], attrBuf: s.attrBuf[:0], svg: s.svg[:0], rd: s.rd, hint: hint}
+	*s = streamer{stack: s.stack[:0], name: s.name[:0], attrBuf: s.attrBuf[:0], svg: s.svg[:0], rd: s.rd, fresh: s.fresh, hint: hint}
 	streamers.Put(s)
 }
 

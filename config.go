@@ -40,6 +40,8 @@ type settings struct {
 	sitemapsFromRobots bool
 	// streamHTML is set by StreamHTML.
 	streamHTML bool
+	// reuseBody is set by ReuseBody.
+	reuseBody bool
 	// recrawl is Recrawl's session (nil: recrawling is off); see recrawl.go.
 	recrawl *recrawler
 }

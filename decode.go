@@ -78,6 +78,13 @@ var (
 // read; corrupt compressed data gives an error wrapping the decoder's, with
 // body holding what was decoded before it.
 func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body []byte, truncated bool, err error) {
+	return readBodyInto(r, header, urlPath, max, nil)
+}
+
+// readBodyInto is readBody reading into *into when into is not nil (a
+// ReuseBody buffer, left holding the grown buffer): the body is then a
+// part of it, not a copy.
+func readBodyInto(r io.Reader, header http.Header, urlPath string, max int64, into *[]byte) (body []byte, truncated bool, err error) {
 	codings, err := contentCodings(header)
 	if err != nil {
 		return nil, false, err
@@ -137,9 +144,12 @@ func readBody(r io.Reader, header http.Header, urlPath string, max int64) (body 
 			size = min(cl, 16<<20) * 4
 		}
 	}
-	if exactLength(header, codings) {
+	switch {
+	case into != nil:
+		body, truncated, err = readReused(src, size, max, into)
+	case exactLength(header, codings):
 		body, truncated, err = readLimited(src, size, max)
-	} else {
+	default:
 		body, truncated, err = readScratch(src, max)
 	}
 	if err != nil && len(codings) > 0 {

@@ -261,11 +261,19 @@ func (x *exchange) send() {
 		x.fail(err)
 		return
 	}
-	body, truncated, err := readBody(f.body, f.header, req.URL.Path, int64(cfg.maxBodySize))
+	var into *[]byte
+	if cfg.reuseBody {
+		into = bodyBuffers.Get().(*[]byte)
+	}
+	body, truncated, err := readBodyInto(f.body, f.header, req.URL.Path, int64(cfg.maxBodySize), into)
 	if err != nil {
+		if into != nil {
+			putBodyBuffer(into)
+		}
 		x.fail(fmt.Errorf("reading body: %w", err))
 		return
 	}
+	resp.reused = into
 	c.responseCount.Add(1)
 	c.counts.response(f.status, len(body))
 	resp.Body, resp.Truncated = body, truncated

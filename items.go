@@ -142,6 +142,10 @@ func (r *run) processItem(ctx context.Context, it item) (item, error) {
 	}
 	outcome.Add(1)
 	if it.page.left.Add(-1) == 0 {
+		// Every item of the page has passed: its callbacks returned before
+		// the items left them, so nothing of the collector's reads the body
+		// any more.
+		resp.releaseBody()
 		r.finish(resp.Request, it.page.err)
 	}
 	return it, nil

@@ -3,6 +3,7 @@ package magpie
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -45,4 +46,30 @@ func readScratch(r io.Reader, max int64) ([]byte, bool, error) {
 		scratchPool.Put(bp)
 	}
 	return out, truncated, err
+}
+
+// bodyBuffers holds the buffers ReuseBody reads bodies into (*[]byte). One
+// is a page's Response.Body from the read until the page's callbacks have
+// returned (Response.releaseBody); a rare huge one is not kept.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// putBodyBuffer returns bp, no longer read by anyone, to bodyBuffers.
+func putBodyBuffer(bp *[]byte) {
+	if cap(*bp) > maxScratch {
+		return
+	}
+	*bp = (*bp)[:0]
+	bodyBuffers.Put(bp)
+}
+
+// readReused is readLimited into *buf, a ReuseBody buffer: grown as needed,
+// *buf is left holding the grown buffer.
+func readReused(r io.Reader, size, max int64, buf *[]byte) ([]byte, bool, error) {
+	if max > 0 {
+		size = min(size, max)
+	}
+	size = min(size, maxPresize)
+	body, truncated, err := readInto(slices.Grow((*buf)[:0], int(size)+1), r, max)
+	*buf = body[:0]
+	return body, truncated, err
 }

@@ -58,6 +58,10 @@ type Response struct {
 	// Save can tell whether a callback replaced Body since.
 	raw, decoded []byte
 
+	// reused is the ReuseBody buffer the body was read into (Body, or raw
+	// when the charset conversion made Body a copy), until releaseBody.
+	reused *[]byte
+
 	// err is the failure the analyzer delivers to OnError.
 	err error
 	// aborted is set when OnRequest aborted the request: it finishes silently.
@@ -101,6 +105,34 @@ func (r *Response) setDecoded(body []byte) {
 		r.raw, r.decoded = r.Body, body
 	}
 	r.Body = body
+}
+
+// releaseBody hands the ReuseBody buffer back once nothing the collector
+// runs reads this response's body any more: Body and RawBody that are parts
+// of it become nil, so a Response kept past its callbacks shows no body
+// rather than a later page's.
+func (r *Response) releaseBody() {
+	bp := r.reused
+	if bp == nil {
+		return
+	}
+	r.reused = nil
+	if sharesBuffer(r.Body, *bp) {
+		r.Body = nil
+	}
+	if sharesBuffer(r.raw, *bp) {
+		r.raw, r.decoded = nil, nil
+	}
+	putBodyBuffer(bp)
+}
+
+// sharesBuffer reports whether b is a part of buf's backing array.
+func sharesBuffer(b, buf []byte) bool {
+	if cap(b) == 0 || cap(buf) == 0 {
+		return false
+	}
+	full := buf[:cap(buf)]
+	return &b[:cap(b)][cap(b)-1] == &full[cap(full)-1]
 }
 
 // FileName is a safe file name for the response: the Content-Disposition

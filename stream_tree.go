@@ -49,8 +49,7 @@ func streamTree(body []byte) (doc *html.Node, ok bool) {
 	}
 	s := streamers.Get().(*streamer)
 	defer s.release()
-	s.rd.Reset(body)
-	s.z, s.body = html.NewTokenizer(&s.rd), body
+	s.z, s.body = s.tokenizer(body), body
 	// A page has 0.9 to 1.5 nodes per "<" (the manuals 0.95, the bench
 	// page 1.4), and at most one attribute per "=": one slab of each for
 	// most pages.

@@ -181,7 +181,8 @@ if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 	mkdir -p "$bin/old/bench"
 	tar -C "$here" --exclude=results.jsonl -cf - . | tar -x -C "$bin/old/bench"
 	# OLD_TAGS: the old tree's build tags; magpie_old leaves out the
-	# StreamHTML crawlers, for a tree from before the option ("" keeps them).
+	# StreamHTML and ReuseBody crawlers, for a tree from before StreamHTML,
+	# magpie_noreuse the ReuseBody ones only ("" keeps both).
 	(cd "$bin/old/bench/magpie" && go build -tags "${OLD_TAGS-magpie_old}" -o "$bin/crawl-magpie-old" .)
 	all_impls="$all_impls $("$bin/crawl-magpie-old" -list | tr ' ' '\n' | grep '^magpie-' | sed 's/$/@old/' | tr '\n' ' ')"
 fi

@@ -436,6 +436,8 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 		// URLs from the internet must not make the crawler reach the
 		// machine's own or its network's services.
 		magpie.DenyPrivateNetworks(allow...),
+		// Nothing here keeps a page's body: the items hold strings.
+		magpie.ReuseBody(),
 	}
 	deny := append([]*regexp.Regexp(nil), cfg.exclude...)
 	if re := extensionFilter(cfg.excludeExt); re != nil {
