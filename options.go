@@ -145,12 +145,11 @@ func StreamHTML() CollectorOption {
 // nil. Code that keeps the body or a part of it past that point, in a
 // variable, a goroutine, a channel or an item's value, copies it first
 // (bytes.Clone, or string(r.Body)). What the collector gives out as strings
-// (e.Text, e.Attr, Ctx values) are copies already.
+// (e.Text, e.Attr, e.ChildText, ...) are copies already.
 //
 // It saves allocating each body: on 16 KB pages with StreamHTML that is
 // nearly half of the bytes a page allocates, and the garbage collector runs
-// about half as often (bench/RESULTS.md). A failed page that is retried
-// keeps its body, as without the option.
+// about half as often (bench/RESULTS.md).
 func ReuseBody() CollectorOption {
 	return func(c *Collector) { c.reuseBody = true }
 }

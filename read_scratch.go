@@ -49,13 +49,19 @@ func readScratch(r io.Reader, max int64) ([]byte, bool, error) {
 }
 
 // bodyBuffers holds the buffers ReuseBody reads bodies into (*[]byte). One
-// is a page's Response.Body from the read until the page's callbacks have
-// returned (Response.releaseBody); a rare huge one is not kept.
+// is a page's Response.Body from the read until the collector is done with
+// the page (Response.releaseBody).
 var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxReusedBody is the largest ReuseBody buffer kept: a page larger than
+// that is rare, and its buffer, kept, would hold its size for every small
+// page after it (a crawl of large manual pages peaked 15 MB higher with
+// buffers of up to 1 MB kept).
+const maxReusedBody = maxPresize
 
 // putBodyBuffer returns bp, no longer read by anyone, to bodyBuffers.
 func putBodyBuffer(bp *[]byte) {
-	if cap(*bp) > maxScratch {
+	if cap(*bp) > maxReusedBody {
 		return
 	}
 	*bp = (*bp)[:0]

@@ -108,31 +108,17 @@ func (r *Response) setDecoded(body []byte) {
 }
 
 // releaseBody hands the ReuseBody buffer back once nothing the collector
-// runs reads this response's body any more: Body and RawBody that are parts
-// of it become nil, so a Response kept past its callbacks shows no body
-// rather than a later page's.
+// runs reads this response's body any more. Body and RawBody become nil, so
+// that a Response kept past its callbacks shows no body rather than a later
+// page's.
 func (r *Response) releaseBody() {
 	bp := r.reused
 	if bp == nil {
 		return
 	}
 	r.reused = nil
-	if sharesBuffer(r.Body, *bp) {
-		r.Body = nil
-	}
-	if sharesBuffer(r.raw, *bp) {
-		r.raw, r.decoded = nil, nil
-	}
+	r.Body, r.raw, r.decoded = nil, nil, nil
 	putBodyBuffer(bp)
-}
-
-// sharesBuffer reports whether b is a part of buf's backing array.
-func sharesBuffer(b, buf []byte) bool {
-	if cap(b) == 0 || cap(buf) == 0 {
-		return false
-	}
-	full := buf[:cap(buf)]
-	return &b[:cap(b)][cap(b)-1] == &full[cap(full)-1]
 }
 
 // FileName is a safe file name for the response: the Content-Disposition

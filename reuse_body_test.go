@@ -169,7 +169,7 @@ func TestReuseBodyItemsReadTheBody(t *testing.T) {
 
 // TestReuseBodyConvertedCharset: a windows-1252 page with ReuseBody gives
 // its callbacks the UTF-8 Body and the bytes as received in RawBody, as
-// without the option.
+// without the option, and neither once the page is done.
 func TestReuseBodyConvertedCharset(t *testing.T) {
 	raw := []byte("<html><head><title>caf\xe9</title></head><body><h1>na\xefve</h1></body></html>")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +180,8 @@ func TestReuseBodyConvertedCharset(t *testing.T) {
 	c := NewCollector(ReuseBody())
 	var title string
 	var gotRaw, gotBody []byte
-	c.OnResponse(func(r *Response) { gotRaw, gotBody = bytes.Clone(r.RawBody()), bytes.Clone(r.Body) })
+	var kept *Response
+	c.OnResponse(func(r *Response) { gotRaw, gotBody, kept = bytes.Clone(r.RawBody()), bytes.Clone(r.Body), r })
 	c.OnHTML("title", func(e *HTMLElement) { title = e.Text })
 	if err := c.Visit(srv.URL); err != nil {
 		t.Fatal(err)
@@ -193,6 +194,9 @@ func TestReuseBodyConvertedCharset(t *testing.T) {
 	}
 	if !bytes.Contains(gotBody, []byte("naïve")) {
 		t.Errorf("Body = %q, want it converted to UTF-8", gotBody)
+	}
+	if kept.Body != nil || kept.RawBody() != nil {
+		t.Errorf("kept Response: Body %d bytes, RawBody %d bytes once done; want both nil", len(kept.Body), len(kept.RawBody()))
 	}
 }
 
@@ -228,4 +232,46 @@ func TestReuseBodyAllocatesLess(t *testing.T) {
 	if saved := plain - reused; saved < 0.75*float64(len(page)) {
 		t.Errorf("ReuseBody saves %.0f bytes a page, want at least 3/4 of the %d-byte body", saved, len(page))
 	}
+}
+
+// TestReadBodyIntoReusedBuffer: readBodyInto reads into the buffer it is
+// given, grows it for a body larger than it, leaves the grown one in place
+// for the next page, and cuts a body at the limit as readBody does.
+func TestReadBodyIntoReusedBuffer(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789"), 10_000)
+	buf := make([]byte, 0, 1024)
+	for _, tt := range []struct {
+		name          string
+		body          []byte
+		header        http.Header
+		max           int64
+		want          []byte
+		wantTruncated bool
+	}{
+		{"small, known length", big[:500], http.Header{"Content-Length": {"500"}}, 0, big[:500], false},
+		{"larger than the buffer, unknown length", big, http.Header{}, 0, big, false},
+		{"cut at the limit", big, http.Header{}, 4000, big[:4000], true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, truncated, err := readBodyInto(bytes.NewReader(tt.body), tt.header, "/", tt.max, &buf)
+			if err != nil || truncated != tt.wantTruncated || !bytes.Equal(got, tt.want) {
+				t.Fatalf("readBodyInto() = %d bytes, truncated %v, err %v; want %d bytes, truncated %v", len(got), truncated, err, len(tt.want), tt.wantTruncated)
+			}
+			if !sharesBuffer(got, buf) || len(buf) != 0 {
+				t.Errorf("the body is not read into the reused buffer (len %d, cap %d), or the buffer is not left empty for the next page", len(buf), cap(buf))
+			}
+		})
+	}
+	if cap(buf) < len(big) {
+		t.Errorf("buffer cap = %d after a %d-byte body, want the grown buffer kept", cap(buf), len(big))
+	}
+}
+
+// sharesBuffer reports whether b is a part of buf's backing array.
+func sharesBuffer(b, buf []byte) bool {
+	if cap(b) == 0 || cap(buf) == 0 {
+		return false
+	}
+	full := buf[:cap(buf)]
+	return &b[:cap(b)][cap(b)-1] == &full[cap(full)-1]
 }
