@@ -167,85 +167,12 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 	if ct == "" {
 		ct = http.DetectContentType(resp.Body)
 	}
-	req := resp.Request
-	path := strings.ToLower(req.URL.Path)
+	path := strings.ToLower(resp.Request.URL.Path)
 	isHTML := strings.Contains(ct, "text/html") || strings.Contains(ct, "application/xhtml+xml")
 	isXML := !isHTML && (strings.Contains(ct, "xml") || strings.HasSuffix(path, ".xml") || strings.HasSuffix(path, ".xml.gz"))
 	switch {
 	case isHTML:
-		streamTried := stream && cbs.streamTags != nil && len(cbs.xml) == 0
-		if streamTried {
-			if page, ok := streamHTML(resp.Body, cbs.html, cbs.streamTags); ok {
-				c.counts.streamed.Add(1)
-				c.runStreamed(cbs, resp, page, report)
-				return
-			}
-			c.counts.parsedWhole.Add(1)
-		}
-		// The streamer builds the tree where it is html.Parse's
-		// (streamTree); a page it just gave up on would almost always
-		// make it give up again, so that one goes to html.Parse at once.
-		var root *html.Node
-		var err error
-		built := false
-		if !streamTried {
-			root, built = streamTree(resp.Body)
-		}
-		if !built {
-			root, err = html.Parse(bytes.NewReader(resp.Body))
-		}
-		if err != nil {
-			// x/net/html refuses more than 512 open elements; browsers
-			// render such pages, so parse them again flattened.
-			root, err = html.Parse(bytes.NewReader(flattenHTML(resp.Body, maxHTMLNesting)))
-			resp.Flattened = err == nil
-		}
-		if err != nil {
-			report(fmt.Errorf("parsing HTML: %w", err))
-			return
-		}
-		doc := goquery.NewDocumentFromNode(root)
-		if len(cbs.html) == 0 {
-			// OnXML alone: its elements' links resolve against <base> too.
-			if base := cascadia.Query(root, baseHrefMatcher); base != nil {
-				href, _ := attrOf(base.Attr, "href")
-				setBase(req, href)
-			}
-		}
-		for k, cb := range cbs.html {
-			// Each callback's elements are found when its turn comes, after
-			// the callbacks before it ran (and perhaps changed the tree), as
-			// doc.Find would find them; the first walk also finds <base>.
-			matched, base := matchTree(root, cb.matcher, k == 0)
-			if base != nil {
-				href, _ := attrOf(base.Attr, "href")
-				setBase(req, href)
-			}
-			els := newElements(doc, matched)
-			for i := range matched {
-				if cb.detached.Load() {
-					break
-				}
-				e := els.at(i, resp)
-				if c.debugging() {
-					c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
-				}
-				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
-			}
-		}
-		for _, cb := range cbs.xml {
-			for i, n := range htmlquery.QuerySelectorAll(root, cb.expr) {
-				if cb.detached.Load() {
-					break
-				}
-				e := NewXMLElementFromHTMLNode(resp, n)
-				if c.debugging() {
-					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
-				}
-				e.Index = i
-				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
-			}
-		}
+		c.runHTMLCallbacks(cbs, resp, stream, report)
 	case isXML && len(cbs.xml) > 0:
 		doc, err := xmlquery.Parse(bytes.NewReader(resp.Body))
 		if err != nil {
@@ -253,18 +180,97 @@ func (c *Collector) runDocumentCallbacks(cbs *callbacks, resp *Response, stream 
 			return
 		}
 		for _, cb := range cbs.xml {
-			for i, n := range xmlquery.QuerySelectorAll(doc, cb.expr) {
-				if cb.detached.Load() {
-					break
-				}
-				e := NewXMLElementFromXMLNode(resp, n)
-				if c.debugging() {
-					c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
-				}
-				e.Index = i
-				report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
-			}
+			runXML(c, cb, resp, xmlquery.QuerySelectorAll(doc, cb.expr), NewXMLElementFromXMLNode, report)
 		}
+	}
+}
+
+// runHTMLCallbacks runs OnHTML and OnXML on an HTML page: on what the
+// streamer matched when the page streams, else on its tree.
+func (c *Collector) runHTMLCallbacks(cbs *callbacks, resp *Response, stream bool, report func(error)) {
+	req := resp.Request
+	streamTried := stream && cbs.streamTags != nil && len(cbs.xml) == 0
+	if streamTried {
+		if page, ok := streamHTML(resp.Body, cbs.html, cbs.streamTags); ok {
+			c.counts.streamed.Add(1)
+			c.runStreamed(cbs, resp, page, report)
+			return
+		}
+		c.counts.parsedWhole.Add(1)
+	}
+	root, err := parseHTMLPage(resp, streamTried)
+	if err != nil {
+		report(fmt.Errorf("parsing HTML: %w", err))
+		return
+	}
+	doc := goquery.NewDocumentFromNode(root)
+	if len(cbs.html) == 0 {
+		// OnXML alone: its elements' links resolve against <base> too.
+		if base := cascadia.Query(root, baseHrefMatcher); base != nil {
+			href, _ := attrOf(base.Attr, "href")
+			setBase(req, href)
+		}
+	}
+	for k, cb := range cbs.html {
+		// Each callback's elements are found when its turn comes, after
+		// the callbacks before it ran (and perhaps changed the tree), as
+		// doc.Find would find them; the first walk also finds <base>.
+		matched, base := matchTree(root, cb.matcher, k == 0)
+		if base != nil {
+			href, _ := attrOf(base.Attr, "href")
+			setBase(req, href)
+		}
+		els := newElements(doc, matched)
+		for i := range matched {
+			if cb.detached.Load() {
+				break
+			}
+			e := els.at(i, resp)
+			if c.debugging() {
+				c.emit(evHTML, req, map[string]string{"selector": cb.selector, "url": logURL(req)})
+			}
+			report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
+		}
+	}
+	for _, cb := range cbs.xml {
+		runXML(c, cb, resp, htmlquery.QuerySelectorAll(root, cb.expr), NewXMLElementFromHTMLNode, report)
+	}
+}
+
+// parseHTMLPage builds resp's whole tree. The streamer builds it where it
+// is html.Parse's (streamTree); a page the streamer just gave up on
+// (streamTried) would almost always make it give up again, so that one goes
+// to html.Parse at once.
+func parseHTMLPage(resp *Response, streamTried bool) (*html.Node, error) {
+	if !streamTried {
+		if root, built := streamTree(resp.Body); built {
+			return root, nil
+		}
+	}
+	root, err := html.Parse(bytes.NewReader(resp.Body))
+	if err != nil {
+		// x/net/html refuses more than 512 open elements; browsers render
+		// such pages, so parse them again flattened.
+		root, err = html.Parse(bytes.NewReader(flattenHTML(resp.Body, maxHTMLNesting)))
+		resp.Flattened = err == nil
+	}
+	return root, err
+}
+
+// runXML runs the OnXML callback cb on each of nodes in order, made an
+// XMLElement by element.
+func runXML[N any](c *Collector, cb *xmlCallback, resp *Response, nodes []N, element func(*Response, N) *XMLElement, report func(error)) {
+	req := resp.Request
+	for i, n := range nodes {
+		if cb.detached.Load() {
+			break
+		}
+		e := element(resp, n)
+		if c.debugging() {
+			c.emit(evXML, req, map[string]string{"selector": cb.query, "url": logURL(req)})
+		}
+		e.Index = i
+		report(c.safelyAt(req, &cb.label, func() { cb.fn(e) }))
 	}
 }
 
