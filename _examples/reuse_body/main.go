@@ -67,5 +67,5 @@ func main() {
 	for _, p := range pages {
 		fmt.Printf("%s  %s\n", sums[p], p)
 	}
-	fmt.Printf("largest page: %d bytes, kept as a copy\n", len(largest))
+	fmt.Printf("%d pages; the largest, %d bytes, kept as a copy\n", len(sums), len(largest))
 }

@@ -54,6 +54,7 @@ var examples = map[string]expectation{
 	"metrics": {want: []string{`magpie_requests_total 31\n`, `magpie_items_total\{outcome="scraped"\} 30\n`, `msg=progress pages=`,
 		`requests 31, responses 31`}},
 	"stream_html":    {want: []string{`http://127\.0\.0\.1:\d+/page/28: Page 28\n`, `31 pages streamed, 0 parsed whole\n`}},
+	"reuse_body":     {want: []string{`[0-9a-f]{16}  http://127\.0\.0\.1:\d+/page/28\n`, `31 pages; the largest, \d+ bytes, kept as a copy\n`}},
 	"local_files":    {want: []string{`apples\.html: Apples\n`, `plums\.html: Plums\n`, `pages: 4\n`}},
 	"url_filter":     {want: []string{`visited /page/5\n`, `pages visited: 6\n`}, reject: []string{`visited /page/6`, `/private`}},
 	"multipart":      {want: []string{`200 from http://127\.0\.0\.1:\d+/upload:`, `field name = "magpie"`}},
