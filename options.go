@@ -238,8 +238,11 @@ func MaxParked(n int) CollectorOption {
 }
 
 // QueueLookahead caps how many queue entries a queue run (queue.Run,
-// RunQueue) holds leased and unfinished (default DefaultQueueLookahead,
-// 512). Without look-ahead, the entries at the head of the queue, all for a
+// RunQueue) holds leased and unfinished. By default the cap is
+// DefaultQueueLookahead (512), or 32 for each host with entries in hand
+// when that is more, up to 65,536: a crawl of thousands of hosts with a
+// Delay must lease far past the head of the queue to keep them all
+// started. Set, the cap is n, fixed. Without look-ahead, the entries at the head of the queue, all for a
 // few hosts waiting out their Delay, would leave the other hosts idle; with
 // it the run leases on while the entries it finds are for hosts that have
 // too little work, and stops once they keep finding hosts that have enough

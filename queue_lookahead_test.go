@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -341,5 +342,55 @@ func TestRunQueueMarksLeaseBatches(t *testing.T) {
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(mustParse(t, h.URL+"/private/x"), false), nil)
 	if seen, err := st.IsVisited(key); err != nil || seen {
 		t.Errorf("refused entry left marked visited (seen %v, err %v)", seen, err)
+	}
+}
+
+// TestRunQueueDefaultLookaheadGrowsWithHosts: 200 hosts, each with a run of
+// 8 entries in the FIFO queue and a Delay no test waits out, so that each
+// host can start one request and the rest of its run waits in the gate.
+// With the default look-ahead every host's first page is fetched: the
+// look-ahead grows with the hosts that have entries in hand. A fixed 512
+// (half of it for entries past a host's first two) stalls after about 40
+// hosts, until their Delay passes.
+func TestRunQueueDefaultLookaheadGrowsWithHosts(t *testing.T) {
+	const hosts, perHost = 200, 8
+	var started atomic.Int32
+	servers := make([]*hostServer, hosts)
+	for i := range servers {
+		servers[i] = newHostServer(t, false, nil)
+	}
+	q := storage.NewMemoryQueue(0)
+	for i, s := range servers {
+		for p := range perHost {
+			pushURL(t, q, fmt.Sprintf("%s/h%d/%d", s.URL, i, p))
+		}
+	}
+	c := NewCollector(IgnoreRobotsTxt())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1, Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c.OnResponse(func(*Response) { started.Add(1) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.RunQueue(ctx, q, 2) }()
+	for i, s := range servers {
+		select {
+		case <-s.first:
+		case <-time.After(30 * time.Second):
+			cancel()
+			<-done
+			t.Fatalf("host %d of %d never requested (%d pages fetched): the look-ahead stopped short of it", i, hosts, started.Load())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunQueue() = %v", err)
+	}
+	for i, s := range servers {
+		for p, n := range s.counts() {
+			if n != 1 {
+				t.Errorf("host %d: %s fetched %d times", i, p, n)
+			}
+		}
 	}
 }
