@@ -394,3 +394,41 @@ func TestRunQueueDefaultLookaheadGrowsWithHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueLookaheadCap: the default cap is DefaultQueueLookahead while few
+// hosts have entries in hand, 32 per host past that, and never more than
+// 65,536; a QueueLookahead that is set stays the cap whatever the hosts.
+func TestQueueLookaheadCap(t *testing.T) {
+	held := func(n int) map[string]int {
+		m := make(map[string]int, n)
+		for i := range n {
+			m[fmt.Sprintf("h%d.test", i)] = 1
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name  string
+		opts  []CollectorOption
+		hosts int
+		want  int
+	}{
+		{"default, one host", nil, 1, DefaultQueueLookahead},
+		{"default, 10 hosts", nil, 10, DefaultQueueLookahead},
+		{"default, 200 hosts", nil, 200, 200 * autoLookaheadPerHost},
+		{"default, 20,000 hosts", nil, 20_000, maxAutoLookahead},
+		{"set, 200 hosts", []CollectorOption{QueueLookahead(64)}, 200, 64},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCollector(tt.opts...)
+			cfg := c.snapshot()
+			f := newQueueFrontier(c, cfg, storage.NewMemoryQueue(0), 2)
+			f.held = held(tt.hosts)
+			f.mu.Lock()
+			got := f.limitLocked()
+			f.mu.Unlock()
+			if got != tt.want {
+				t.Errorf("look-ahead cap with %d hosts in hand = %d, want %d", tt.hosts, got, tt.want)
+			}
+		})
+	}
+}
