@@ -168,7 +168,8 @@ func readLimited(r io.Reader, size, max int64) ([]byte, bool, error) {
 	// Content-Length is the server's word: trust it for up to maxPresize
 	// bytes and let larger bodies grow as they arrive.
 	size = min(size, maxPresize)
-	return readInto(make([]byte, 0, size+1), r, max)
+	body, truncated, err := readInto(newBodyBuffer(int(size)+1), r, max)
+	return finishBody(body), truncated, err
 }
 
 // readInto is readLimited into buf, which it grows as needed.

@@ -39,8 +39,9 @@ func exactLength(header http.Header, codings []string) bool {
 func readScratch(r io.Reader, max int64) ([]byte, bool, error) {
 	bp := scratchPool.Get().(*[]byte)
 	buf, truncated, err := readInto((*bp)[:0], r, max)
-	out := make([]byte, len(buf))
+	out := newBodyBuffer(len(buf))[:len(buf)]
 	copy(out, buf)
+	finishBody(out)
 	if cap(buf) <= maxScratch {
 		*bp = buf[:0]
 		scratchPool.Put(bp)
