@@ -34,6 +34,14 @@ const (
 	maxRecycled = maxPresize
 	// recycleBudget is the most bytes the free lists hold.
 	recycleBudget = 8 << 20
+	// armedBudget is the most bytes of buffers carrying a finalizer at
+	// once: in a page's hands, or dead and not yet finalized. A buffer
+	// with a finalizer outlives its death by a collection, and counts as
+	// live heap in that collection, so arming more buffers than the lists
+	// can take would only grow the heap. Bodies a program keeps stay
+	// armed: one that keeps them all stops recycling once it keeps this
+	// many bytes.
+	armedBudget = recycleBudget + 2<<20
 )
 
 const recycleClasses = maxRecycled/recycleClass + 2
@@ -50,6 +58,8 @@ type bodyRecycler struct {
 	bytes    int // in cur and old
 	// ticking is set while a collection sentinel is armed (see tick).
 	ticking bool
+	// armed is the bytes of buffers carrying a finalizer.
+	armed atomic.Int64
 	// reused counts the buffers get returned, for tests.
 	reused int
 	// arm, when not nil, replaces armTick (tests tick by hand).
@@ -66,6 +76,7 @@ func init() {
 	for k := range bodyFinalizers {
 		size := k * recycleClass
 		bodyFinalizers[k] = func(p *byte) {
+			recycledBodies.armed.Add(-int64(size))
 			recycledBodies.put(k, unsafe.Slice(p, size))
 		}
 	}
@@ -151,10 +162,15 @@ func newBodyBuffer(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	k := (n + recycleClass - 1) / recycleClass
+	size := k * recycleClass
 	b := recycledBodies.get(k)
 	if b == nil {
-		b = make([]byte, k*recycleClass)
+		if recycledBodies.armed.Load()+int64(size) > armedBudget {
+			return make([]byte, 0, size)
+		}
+		b = make([]byte, size)
 	}
+	recycledBodies.armed.Add(int64(size))
 	runtime.SetFinalizer(&b[0], bodyFinalizers[k])
 	return b[:0]
 }

@@ -208,3 +208,50 @@ func TestBodyRecyclerEmptiesAfterCrawl(t *testing.T) {
 		collectRound(t)
 	}
 }
+
+// TestNewBodyBufferSizes: bodies of 4 KB to 256 KB get a buffer rounded up
+// to the next 2 KB (a recycled one when there is one); smaller and larger
+// ones get a buffer of their size, never recycled.
+func TestNewBodyBufferSizes(t *testing.T) {
+	for _, c := range []struct{ n, cap int }{
+		{minRecycled - 1, minRecycled - 1},
+		{minRecycled, minRecycled},
+		{minRecycled + 1, minRecycled + recycleClass},
+		{16<<10 + 1, 18 << 10},
+		{maxRecycled, maxRecycled},
+		{maxRecycled + 1, maxRecycled + 1},
+	} {
+		b := newBodyBuffer(c.n)
+		if len(b) != 0 || cap(b) != c.cap {
+			t.Errorf("newBodyBuffer(%d): len %d cap %d, want 0 and %d", c.n, len(b), cap(b), c.cap)
+		}
+	}
+}
+
+// TestBodyRecyclerArmedBound: a program that keeps every body stops
+// arming finalizers once armedBudget bytes of kept bodies carry one (its
+// bodies are then plain allocations), and the bytes armed go back down as
+// the kept bodies are let go and finalized.
+func TestBodyRecyclerArmedBound(t *testing.T) {
+	collectRound(t)
+	collectRound(t)
+	start := recycledBodies.armed.Load()
+	const size = 16 << 10
+	var kept [][]byte
+	for range 2 * armedBudget / size {
+		kept = append(kept, newBodyBuffer(size))
+	}
+	if armed := recycledBodies.armed.Load(); armed > armedBudget {
+		t.Fatalf("%d bytes armed, budget %d", armed, armedBudget)
+	} else if armed-start < armedBudget/2 {
+		t.Fatalf("only %d bytes armed by %d kept buffers of %d bytes", armed-start, len(kept), size)
+	}
+	kept = nil
+	for i := 0; recycledBodies.armed.Load() > start; i++ {
+		if i == 10 {
+			t.Fatalf("after %d collections %d bytes still armed, %d before", i, recycledBodies.armed.Load(), start)
+		}
+		collectRound(t)
+	}
+	_ = kept
+}

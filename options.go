@@ -147,9 +147,10 @@ func StreamHTML() CollectorOption {
 // (bytes.Clone, or string(r.Body)). What the collector gives out as strings
 // (e.Text, e.Attr, e.ChildText, ...) are copies already.
 //
-// It saves allocating each body: on 16 KB pages with StreamHTML that is
-// nearly half of the bytes a page allocates, and the garbage collector runs
-// about half as often (bench/RESULTS.md).
+// Without it a body's buffer is reused too, but only once a collection has
+// found that nothing reaches it, which holds up to 8 MB of dead bodies for
+// reuse; with it the buffer goes back as soon as the page is done: the
+// same pages per second, less peak memory (bench/RESULTS.md).
 func ReuseBody() CollectorOption {
 	return func(c *Collector) { c.reuseBody = true }
 }
