@@ -283,7 +283,9 @@ type visitedLink struct {
 // add, and a full slab is replaced by whoever finds it full.
 type linkSlab struct {
 	n     atomic.Int32
-	links [16]visitedLink
+	links []visitedLink
+	// before is the number of links cut from the page's earlier slabs.
+	before int
 
 	// robots is the rules of the host the page's links last went to, for
 	// their User-Agent (see linkRobots).
@@ -330,16 +332,44 @@ func (r *Request) linkSlot() (*linkSlab, *visitedLink) {
 	if x := slab.next(); x != nil {
 		return slab, x
 	}
-	// What the page's links share goes on to the next slab.
+	// The first slab has room for as many links as the run's last page
+	// had (the pages of a site are alike); later ones double the page's.
+	size := minLinkSlab
+	if run := r.run; run != nil {
+		size = int(run.linkHint.Load())
+	}
 	next := &linkSlab{}
 	if slab != nil {
+		// What the page's links share goes on to the next slab.
 		next.robots.Store(slab.robots.Load())
 		slab.mu.Lock()
 		next.parentOf, next.parent = slab.parentOf, slab.parent
 		slab.mu.Unlock()
+		next.before = slab.count()
+		size = next.before
 	}
+	next.links = make([]visitedLink, min(max(size, minLinkSlab), maxLinkSlab))
 	r.pageLinks.Store(next)
 	return next, next.next()
+}
+
+// minLinkSlab and maxLinkSlab bound the links of one linkSlab.
+const (
+	minLinkSlab = 4
+	maxLinkSlab = 256
+)
+
+// count is the number of links cut from s and the page's slabs before it.
+func (s *linkSlab) count() int {
+	return s.before + min(int(s.n.Load()), len(s.links))
+}
+
+// noteLinks records how many links req's page cut, the size of the next
+// page's first slab.
+func (r *run) noteLinks(req *Request) {
+	if slab := req.pageLinks.Load(); slab != nil {
+		r.linkHint.Store(int32(min(slab.count(), maxLinkSlab)))
+	}
 }
 
 // Admission steps a test may count (see noteCheck).

@@ -68,6 +68,7 @@ func (c *Collector) analyze(r *run, resp *Response) []item {
 		return nil
 	}
 	err := c.runResponseCallbacks(resp, r.cfg.streamHTML)
+	r.noteLinks(req)
 	if values := resp.takeItems(); len(values) > 0 {
 		// The page finishes, and ReuseBody takes its buffer back, when its
 		// items are through the pipelines (processItem).

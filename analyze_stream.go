@@ -609,18 +609,23 @@ func (s *streamer) addText(d string) {
 // newNode returns a zero node cut from the page's slab.
 func (s *streamer) newNode() *html.Node {
 	if len(s.nodes) == cap(s.nodes) {
-		s.nodes = make([]html.Node, 0, slabSize(s.hint.nodes-s.built.nodes, 16))
+		s.nodes = make([]html.Node, 0, slabSize(s.hint.nodes, s.built.nodes, 16, 128))
 	}
 	s.built.nodes++
 	s.nodes = s.nodes[:len(s.nodes)+1]
 	return &s.nodes[len(s.nodes)-1]
 }
 
-// slabSize is the length of a new slab when the page is expected to need
-// want more (from the last page's count), at least least and at most 8
-// times that.
-func slabSize(want, least int) int {
-	return min(max(want, least), 8*least)
+// slabSize is the length of a new slab for a page that has cut built
+// items so far where the last page cut hint: what the hint says is left,
+// or, past the hint, as many as the page has cut (its slabs double); at
+// least least and at most most.
+func slabSize(hint, built, least, most int) int {
+	want := hint - built
+	if want <= 0 {
+		want = built
+	}
+	return min(max(want, least), most)
 }
 
 // keepAttrs moves a tag's attributes from attrBuf to the page's slab, with
@@ -632,7 +637,7 @@ func (s *streamer) keepAttrs() []html.Attribute {
 		return nil
 	}
 	if cap(s.attrs)-len(s.attrs) < k {
-		s.attrs = make([]html.Attribute, 0, max(slabSize(s.hint.attrs-s.built.attrs, 32), k))
+		s.attrs = make([]html.Attribute, 0, max(slabSize(s.hint.attrs, s.built.attrs, 8, 256), k))
 	}
 	s.built.attrs += k
 	i := len(s.attrs)

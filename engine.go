@@ -49,6 +49,9 @@ type run struct {
 	// aborted is set by Stop: links its callbacks find while it shuts down
 	// are refused with ErrStopped instead of starting a new crawl.
 	aborted atomic.Bool
+	// linkHint is the number of links the last page analysed cut (see
+	// Request.linkSlot).
+	linkHint atomic.Int32
 	// wg counts the run's own goroutines (feeder, dispatcher, error drain).
 	wg       sync.WaitGroup
 	stopOnce sync.Once

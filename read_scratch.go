@@ -17,7 +17,8 @@ const maxScratch = 1 << 20
 // at its exact size: one allocation per body, where growing a fresh buffer
 // takes several and up to twice the bytes. The slice handed to callbacks
 // (Response.Body) is always the copy, never a pooled buffer, so that users
-// may keep it.
+// may keep it (the copy's buffer is recycled only once nothing reaches it:
+// see body_recycle.go).
 var scratchPool = sync.Pool{New: func() any {
 	b := make([]byte, 0, defaultReadSize*2)
 	return &b
