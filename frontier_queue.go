@@ -338,6 +338,15 @@ func (f *queueFrontier) room() bool {
 // over more of their entries to find the one host that needs another.
 func (f *queueFrontier) streakLimit() int { return max(f.base, 4*len(f.held)) }
 
+// streakPatience is how long a run waits, with no request finished and no
+// entry leased, before a streak stops holding it back. A streak ends
+// leasing on the premise that a finishing request soon makes room; when
+// the requests in hand all wait out a long Delay nothing finishes, and the
+// hosts queued behind them would wait that Delay too. Past the patience
+// the streak is cleared and leasing goes on, still within the surplus
+// budget and the look-ahead.
+const streakPatience = 100 * time.Millisecond
+
 // leaseSize is how many entries the next Lease asks for.
 func (f *queueFrontier) leaseSize() int {
 	f.mu.Lock()
@@ -360,6 +369,9 @@ func (f *queueFrontier) leaseSize() int {
 func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 	f.bgOnce.Do(f.startBackground)
 	idleWait := time.Millisecond
+	// stalled is how long the waits below have lasted with no request
+	// finished (see streakPatience).
+	var stalled time.Duration
 	failures := 0 // consecutive Lease or Len failures
 	for {
 		if f.failed() {
@@ -432,7 +444,14 @@ func (f *queueFrontier) next(ctx context.Context) (*Request, error) {
 		select {
 		case <-f.notify:
 		case <-f.wake:
+			stalled = 0
 		case <-t.C:
+			if stalled += idleWait; stalled >= streakPatience {
+				f.mu.Lock()
+				f.streak = 0
+				f.mu.Unlock()
+				stalled = 0
+			}
 			idleWait = min(2*idleWait, 200*time.Millisecond)
 		case <-f.fatal:
 		case <-ctx.Done():

@@ -432,3 +432,55 @@ func TestQueueLookaheadCap(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueStreakDoesNotWaitOutDelays: the queue's head is one host's run
+// of 8 entries, then another host's. Leased 4 at a time by a run of 2
+// workers, the first host's first request finishes before the second
+// batch is leased, whose surplus entries make a streak that stops leasing;
+// the rest of that host's entries wait out a long Delay, so no request
+// finishes to make room. The next entry, the second host's, must still be
+// leased, within about streakPatience, rather than after the Delay.
+func TestQueueStreakDoesNotWaitOutDelays(t *testing.T) {
+	q := storage.NewMemoryQueue(0)
+	for _, host := range []string{"a.test", "b.test"} {
+		for p := range 8 {
+			pushURL(t, q, fmt.Sprintf("http://%s/%d", host, p))
+		}
+	}
+	c := NewCollector(IgnoreRobotsTxt())
+	f := newQueueFrontier(c, c.snapshot(), q, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	defer f.close()
+	leased := 0
+	next := func() *Request {
+		t.Helper()
+		req, err := f.next(ctx)
+		if err != nil {
+			t.Fatalf("next() error = %v after %d entries", err, leased)
+		}
+		leased++
+		return req
+	}
+	first := next()
+	for range 3 {
+		next()
+	}
+	f.finish(ctx, first, true)
+	for range 4 {
+		if req := next(); req.URL.Host != "a.test" {
+			t.Fatalf("leased %s before a.test's run ended", req.URL)
+		}
+	}
+	f.mu.Lock()
+	streak := f.streak
+	f.mu.Unlock()
+	if streak < f.streakLimit() {
+		t.Fatalf("streak %d after a.test's surplus entries, want the limit %d: the case is not set up", streak, f.streakLimit())
+	}
+	start := time.Now()
+	if req := next(); req.URL.Host != "b.test" {
+		t.Fatalf("next() = %s, want b.test's first entry", req.URL)
+	}
+	t.Logf("b.test's first entry leased %v after the streak stopped leasing", time.Since(start))
+}
