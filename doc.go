@@ -89,6 +89,7 @@
 //	             http_backend_unix.go, http_backend_other.go   the open-file limit that sizes the idle pool
 //	             fetcher.go, cache.go, decode.go   the Fetcher hook, CacheDir, body decoding
 //	             read_scratch.go    read buffers: the scratch of bodies of unknown length, ReuseBody's
+//	             body_recycle.go    body buffers reused once a collection finds nothing reaches them
 //	             archive.go         the Archiver hook: each exchange as it crossed the wire (warc/ writes WARC)
 //	analysis     analyze.go         the response callbacks, then the request is finished
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:

@@ -243,16 +243,20 @@ func MaxParked(n int) CollectorOption {
 // DefaultQueueLookahead (512), or 32 for each host with entries in hand
 // when that is more, up to 65,536: a crawl of thousands of hosts with a
 // Delay must lease far past the head of the queue to keep them all
-// started. Set, the cap is n, fixed. Without look-ahead, the entries at the head of the queue, all for a
-// few hosts waiting out their Delay, would leave the other hosts idle; with
-// it the run leases on while the entries it finds are for hosts that have
-// too little work, and stops once they keep finding hosts that have enough
-// (a frontier dominated by one host holds about 4 entries per thread; a
+// started. Set, the cap is n, fixed.
+//
+// Without look-ahead, the entries at the head of the queue, all for a few
+// hosts waiting out their Delay, would leave the other hosts idle; with it
+// the run leases on while the entries it finds are for hosts that have too
+// little work, and stops once they keep finding hosts that have enough (a
+// frontier dominated by one host holds about 4 entries per thread; a
 // consumer sharing a queue with others takes no more than it can start
-// soon). Held entries are renewed every third of their lease, so none
-// expires while it waits. The look-ahead beyond 2 per thread needs a queue
-// storage that renews leases (storage.LeaseRenewer: the in-memory queue,
-// sqlitestore and redisstore do). n <= 0 keeps the default.
+// soon), until a request finishes or 100 ms pass with none finished (the
+// requests in hand may all be waiting out a long Delay). Held entries are
+// renewed every third of their lease, so none expires while it waits. The
+// look-ahead beyond 2 per thread needs a queue storage that renews leases
+// (storage.LeaseRenewer: the in-memory queue, sqlitestore and redisstore
+// do). n <= 0 keeps the default.
 func QueueLookahead(n int) CollectorOption {
 	return func(c *Collector) {
 		if n > 0 {
