@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -223,4 +225,82 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Issue 40 point 9: two SIGINTs close together never lose the output. The
+// second may cut the first one's stop short, but not the rename that puts
+// -o in place: whatever the gap between them, -o exists and holds whole
+// items, and no hidden temporary file is left for the next run to refuse.
+// The gaps sweep the moment the crawl's own end finishes the output, which
+// the old code left unguarded (a forced exit there lost -o).
+func TestCLIDoubleSignalKeepsOutput(t *testing.T) {
+	var gaps []time.Duration
+	for g := time.Duration(0); g <= 5*time.Millisecond; g += 100 * time.Microsecond {
+		gaps = append(gaps, g)
+	}
+	for g := 6 * time.Millisecond; g <= 20*time.Millisecond; g += time.Millisecond {
+		gaps = append(gaps, g)
+	}
+	for i, gap := range gaps {
+		ext := []string{"jsonl", "json"}[i%2]
+		t.Run(fmt.Sprintf("%s/%v", ext, gap), func(t *testing.T) {
+			site, reached := newStopSite(t, 20)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "pages."+ext)
+			cmd, stdout, stderr := startUntil(t, reached, "crawl", site.URL+"/", "--allow-loopback",
+				"--parallel", "1", "-o", out)
+			waitForItem(t, dir, "pages."+ext)
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if gap > 0 {
+				<-time.After(gap)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				t.Fatal(err)
+			}
+			r := exitResult(t, cmd.Wait(), stdout, stderr)
+			if r.code != 130 {
+				t.Errorf("exit %d, want 130; stderr:\n%s", r.code, r.stderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("after two SIGINTs %v apart -o is not in place: %v; stderr:\n%s", gap, err, r.stderr)
+			}
+			var items []map[string]any
+			if ext == "json" {
+				if err := json.Unmarshal(data, &items); err != nil {
+					t.Fatalf("%s is not a JSON array: %v\n%s", out, err, data)
+				}
+			} else {
+				items = jsonLines(t, string(data))
+			}
+			if urlsOf(items)[site.URL+"/"] != 1 {
+				t.Errorf("%s holds %v, want the start page once", out, urlsOf(items))
+			}
+			if left := leftoverFiles(out); len(left) != 1 || left[0] != "temporary files beside it" {
+				t.Errorf("left beside -o: %v", left)
+			}
+		})
+	}
+}
+
+// waitForItem returns once the hidden temporary file of -o name in dir
+// holds a whole item.
+func waitForItem(t *testing.T, dir, name string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		found, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*"))
+		for _, f := range found {
+			if data, _ := os.ReadFile(f); bytes.Contains(data, []byte("}")) {
+				return
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("no item reached the temporary file of %s", name)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }

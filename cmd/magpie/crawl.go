@@ -251,6 +251,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	defer closeAll()
 	out.onFail = func(err error) { cancel(fmt.Errorf("output: %w", err)) }
 	// A second Ctrl-C exits at once: what was written is still finished.
+	// The hook stays until the crawl's own finish is done, so that a forced
+	// exit during it waits for the rename instead of losing -o.
 	keepOutput := onForcedExit(cmd.Context(), func() { _ = out.finish(false) })
 	defer keepOutput()
 
@@ -294,7 +296,6 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return out.abandon()
 	}
 	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
-	keepOutput()
 	outErr := out.finish(succeeded)
 	if started && (!f.quiet || crawlErr != nil) {
 		summary(stderr, t, time.Since(began), stats.Retries)

@@ -49,6 +49,9 @@ type output struct {
 	file  *os.File // the opened non-regular file
 	err   error    // the first error opening or writing
 	items int      // written by this run
+	// finished is set by the first finish, whose error finishErr is.
+	finished  bool
+	finishErr error
 }
 
 // outputMode says how a run meets what earlier runs wrote to -o.
@@ -270,9 +273,22 @@ func (o *output) Processor() magpie.ItemProcessor {
 // finish completes the output. After a crawl that succeeded an output with
 // no items is still written (an empty file, "[]" for JSON); after one that
 // failed, an output that never had an item is not touched at all.
+//
+// Only the first call does it; a later one, or one made while it runs (a
+// forced exit's, see onForcedExit), waits for it and returns its error, so
+// that the rename putting -o in place is never cut short.
 func (o *output) finish(succeeded bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if !o.finished {
+		o.finished = true
+		o.finishErr = o.finishLocked(succeeded)
+	}
+	return o.finishErr
+}
+
+// finishLocked is finish's first call; the caller holds mu.
+func (o *output) finishLocked(succeeded bool) error {
 	if o.exp != nil && o.items == 0 && !succeeded && o.err == nil {
 		// Opened before the first request (prepare), never written.
 		err := o.exp.Abort()

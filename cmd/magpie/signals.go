@@ -115,10 +115,13 @@ func (in *interrupts) force() {
 }
 
 // onForcedExit registers f to run if a second signal forces the exit while
-// ctx's command runs; remove unregisters it, and must be called before the
-// command does what f does (remove waits for a forced exit in progress,
-// which ends the process). Without handleSignals in ctx (tests calling run)
-// it does nothing.
+// ctx's command runs; remove unregisters it (and waits for a forced exit in
+// progress, which ends the process). f may run while the command itself
+// does what f does, and before or after it: f must then wait for the
+// command's work and not do it twice (output.finish does so). Keeping f
+// registered until that work is done is what makes a forced exit wait for
+// it (at most forceGrace) rather than end the process half way. Without
+// handleSignals in ctx (tests calling run) it does nothing.
 func onForcedExit(ctx context.Context, f func()) (remove func()) {
 	in, ok := ctx.Value(interruptsKey{}).(*interrupts)
 	if !ok {
