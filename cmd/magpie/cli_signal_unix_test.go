@@ -57,9 +57,9 @@ func fetchedPages(site *pagesSite) int {
 }
 
 // wantStoppedSummary checks the summary of a crawl of newStopSite stopped
-// with the rest queued: the only failure is the page cut short in flight
-// (if one was), and the pages never sent are counted as not started, not
-// as failed.
+// with the rest queued: nothing failed, the page cut short in flight (if
+// one was) is counted as interrupted, and the pages never sent as not
+// started (issue 40 point 13: the page in flight was "failed: cancelled").
 func wantStoppedSummary(t *testing.T, stderr string, site *pagesSite, pages int) {
 	t.Helper()
 	fetched := fetchedPages(site)
@@ -68,8 +68,15 @@ func wantStoppedSummary(t *testing.T, stderr string, site *pagesSite, pages int)
 	if m := regexp.MustCompile(`(?m)^failed: (\d+)$`).FindStringSubmatch(stderr); m != nil {
 		failed, _ = strconv.Atoi(m[1])
 	}
-	if failed != inFlight {
-		t.Errorf("the summary counts %d failed, want %d (the page in flight); stderr:\n%s", failed, inFlight, stderr)
+	if failed != 0 {
+		t.Errorf("the summary counts %d failed, want none (the page in flight is interrupted, not failed); stderr:\n%s", failed, stderr)
+	}
+	interrupted := 0
+	if m := regexp.MustCompile(`(?m)^interrupted: (\d+) `).FindStringSubmatch(stderr); m != nil {
+		interrupted, _ = strconv.Atoi(m[1])
+	}
+	if interrupted != inFlight {
+		t.Errorf("the summary counts %d interrupted, want %d (the page in flight); stderr:\n%s", interrupted, inFlight, stderr)
 	}
 	want := fmt.Sprintf("not started: %d ", pages-fetched)
 	if !strings.Contains(stderr, want) {
@@ -90,9 +97,10 @@ func TestCLISignalStopsQueuedCrawl(t *testing.T) {
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			site, reached := newStopSite(t, pages)
-			out := filepath.Join(t.TempDir(), "pages.jsonl")
+			dir := t.TempDir()
+			out, errs := filepath.Join(dir, "pages.jsonl"), filepath.Join(dir, "errors.jsonl")
 			cmd, stdout, stderr := startUntil(t, reached, "crawl", site.URL+"/", "--allow-loopback",
-				"--delay", "1s", "--parallel", "1", "-o", out)
+				"--delay", "1s", "--parallel", "1", "-o", out, "--errors", errs)
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -105,6 +113,10 @@ func TestCLISignalStopsQueuedCrawl(t *testing.T) {
 				t.Errorf("exit %d after %v, want %d; stderr:\n%s", r.code, tc.sig, tc.code, r.stderr)
 			}
 			wantStoppedSummary(t, r.stderr, site, pages)
+			// Issue 40 point 13: the page cut short is no failure of the site.
+			if logged, err := os.ReadFile(errs); err != nil || len(logged) != 0 {
+				t.Errorf("--errors holds %q (%v), want an empty file", logged, err)
+			}
 			data, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatalf("the stopped crawl wrote no output: %v", err)
@@ -137,6 +149,20 @@ func TestCLIMaxDurationStopsQueuedCrawl(t *testing.T) {
 		t.Fatalf("the start page was fetched %d times, want once", site.hitCount("/"))
 	}
 	wantStoppedSummary(t, r.stderr, site, pages)
+}
+
+// Issue 40 point 13: a --state crawl stopped by --max-duration says how to
+// go on, as one stopped by Ctrl-C does.
+func TestCLIMaxDurationStateSaysResume(t *testing.T) {
+	site, _ := newStopSite(t, 5)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "crawl.db")
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--parallel", "1", "--state", state,
+		"--max-duration", "1500ms", "-o", filepath.Join(dir, "pages.jsonl"))
+	want := "the rest of the crawl is kept in " + state + ": run the same command again to resume"
+	if r.code != 0 || !strings.Contains(r.stderr, "stopped after --max-duration 1.5s\n"+want) {
+		t.Errorf("exit %d, want 0, the limit named and %q; stderr:\n%s", r.code, want, r.stderr)
+	}
 }
 
 // Issue 28 point 1: a second SIGINT exits at once, while the first one's

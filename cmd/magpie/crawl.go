@@ -303,19 +303,22 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 			// Not failures: the crawl stopped before sending them.
 			fmt.Fprintf(stderr, "not started: %d (the crawl stopped first)\n", stats.NotStarted)
 		}
+		if n := t.interruptions(); n > 0 {
+			// Not failures either: cut short in flight by the stop.
+			fmt.Fprintf(stderr, "interrupted: %d (in flight when the crawl stopped)\n", n)
+		}
 		recrawlSummary(stderr, stats)
 	}
 	switch {
 	case cmd.Context().Err() != nil:
-		if f.state != "" {
-			fmt.Fprintf(stderr, "the rest of the crawl is kept in %s: run the same command again to resume\n", f.state)
-		}
+		sayResume(stderr, f.state)
 		if se, ok := context.Cause(cmd.Context()).(*signalError); ok {
 			return errors.Join(fmt.Errorf("%w by %s", errInterrupted, signalName(se.sig)), outErr)
 		}
 		return errors.Join(errInterrupted, outErr)
 	case succeeded && errors.Is(crawlErr, errMaxDuration):
 		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
+		sayResume(stderr, f.state)
 		return outErr
 	}
 	cfg.failures.close()
@@ -324,6 +327,13 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return crawlErr // the output's failure ended the crawl: said once
 	}
 	return errors.Join(crawlErr, outErr)
+}
+
+// sayResume tells how to go on with a --state crawl that was stopped.
+func sayResume(stderr io.Writer, state string) {
+	if state != "" {
+		fmt.Fprintf(stderr, "the rest of the crawl is kept in %s: run the same command again to resume\n", state)
+	}
 }
 
 // open checks the output and opens what the crawl needs besides: the state

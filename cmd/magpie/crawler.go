@@ -631,7 +631,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 	c.OnError(func(r *magpie.Response, err error) {
 		f := fl.record(r, err)
 		st.failedRequest(r.Request, err)
-		if cfg.includeFailed && r.Request != nil && r.Request.URL != nil && emitsFailed(err) {
+		if cfg.includeFailed && r.Request != nil && r.Request.URL != nil && emitsFailed(err) && f.Kind != kindCancelled {
 			r.Emit(failedItem(cfg, r, f))
 		}
 	})

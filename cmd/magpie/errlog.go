@@ -226,9 +226,18 @@ func openErrorLog(path string, appending bool) (*os.File, error) {
 	return f, nil
 }
 
-// record reports one failed request; it returns the failure.
+// record reports one failed request; it returns the failure. A request
+// the crawl's own stop cut short (kind cancelled while stopping) is not a
+// failure of the site: it is counted as interrupted, and neither written
+// to --errors nor printed by -v.
 func (fl *failures) record(r *magpie.Response, err error) failure {
 	kind := errorKind(err, fl.stopping())
+	if kind == kindCancelled && fl.stopping() {
+		if fl.t != nil {
+			fl.t.interrupt()
+		}
+		return failure{Kind: kind, Error: fl.message(err), Attempts: 1}
+	}
 	f := failure{Kind: kind, Error: fl.message(err), Attempts: 1}
 	if r != nil && r.Request != nil {
 		if r.Request.URL != nil {

@@ -26,6 +26,9 @@ type tally struct {
 	failed  map[string]int
 	skipped map[string]int
 	visited int // links to pages already crawled or queued: not refusals
+	// interrupted counts requests in flight when the crawl stopped (Ctrl-C,
+	// --max-duration): not failures of the site.
+	interrupted int
 }
 
 func (t *tally) page() {
@@ -36,6 +39,20 @@ func (t *tally) page() {
 
 // fail counts a request that was sent and failed.
 func (t *tally) fail(kind string) { t.add(&t.failed, kind) }
+
+// interrupt counts a request cut short by the crawl's stop.
+func (t *tally) interrupt() {
+	t.mu.Lock()
+	t.interrupted++
+	t.mu.Unlock()
+}
+
+// interruptions returns how many requests the crawl's stop cut short.
+func (t *tally) interruptions() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.interrupted
+}
 
 // skip counts a request refused before it was sent.
 func (t *tally) skip(kind string) { t.add(&t.skipped, kind) }

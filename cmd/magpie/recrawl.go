@@ -128,10 +128,11 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 	return true, nil
 }
 
-// recrawlSummary writes the recrawl's counts under the summary.
+// recrawlSummary writes the recrawl's counts under the summary, when the
+// run revisited a page: a first crawl (only new pages) has none.
 func recrawlSummary(w io.Writer, st magpie.Stats) {
 	r := st.Recrawl
-	if r == (magpie.RecrawlStats{}) {
+	if r.Changed+r.Unchanged+r.Gone == 0 {
 		return
 	}
 	fmt.Fprintf(w, "recrawl: %d new, %d changed, %d unchanged, %d gone; %d links to pages not due\n",

@@ -107,6 +107,10 @@ func TestCLIRecrawl(t *testing.T) {
 	}
 	first := run()
 	wantChanges(t, "first crawl", changesOf(t, first, site.URL), map[string]string{"/": "new", "/a": "new", "/b": "new", "/c": "new"})
+	// Issue 40 point 13: only a recrawl reports what changed.
+	if strings.Contains(first.stderr, "recrawl:") {
+		t.Errorf("the first crawl's summary has a recrawl line:\n%s", first.stderr)
+	}
 
 	site.set("/b", "<title>b2</title>")
 	site.set("/c", "")
