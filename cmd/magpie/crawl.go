@@ -30,6 +30,7 @@ type crawlFlags struct {
 	delay, timeout, maxDuration        time.Duration
 	out, format, follow, metrics       string
 	userAgent, proxy, scope, state     string
+	stateDir                           string // to create for --state DIR/ (statePath)
 	list, config                       string
 	warc                               string
 	fields                             fieldFlags
@@ -88,7 +89,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 408, 425, 429, 500, 502, 503 or 504 (0: none)")
 	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
-	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file; run again with the same file to resume (the output grows, whatever its format)")
+	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file (in DIR/"+stateFileName+" for a directory: one that exists, or a path ending in /); run again with the same --state to resume (the output grows, whatever its format)")
 	fs.BoolVar(&f.resumeOutput, "resume-output", false, "carry the items a killed run left in -o's hidden temporary file over into this run's output (a resumed --state crawl does so by itself)")
 	f.recrawl.register(fs)
 	fs.BoolVar(&f.render, "render", false, "load every page in headless Chromium so that JavaScript runs (needs chromium on PATH)")
@@ -353,6 +354,11 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 	closeAll = func() {
 		for _, c := range slices.Backward(closers) {
 			_ = c()
+		}
+	}
+	if f.stateDir != "" {
+		if err := os.MkdirAll(f.stateDir, 0o777); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("--state: %w", err), out.abandon())
 		}
 	}
 	if f.state != "" {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/magpiecrawl/magpie/queue"
 )
@@ -45,4 +47,24 @@ func (f *crawlFlags) outputModeFor() outputMode {
 // sayFinished tells that a --state crawl run again had nothing to do.
 func sayFinished(w io.Writer, state string) {
 	fmt.Fprintf(w, "the crawl in %s is finished: every start URL was crawled, nothing is queued and no page is due for a revisit (--revisit-after); nothing was fetched or written (--revisit-after 0 revisits every page now, conditionally; remove %s, or give another --state file, to crawl anew)\n", state, state)
+}
+
+// stateFileName is the state file's name inside a --state directory.
+const stateFileName = "state.db"
+
+// statePath is the state file --state names: the path as given, or
+// stateFileName inside it when it is a directory (one that exists, or a
+// path ending in a slash, as Scrapy's JOBDIR is). mkdir is the directory to
+// create before the file when it does not exist yet.
+func statePath(state string) (file, mkdir string) {
+	if state == "" {
+		return "", ""
+	}
+	if strings.HasSuffix(state, "/") || strings.HasSuffix(state, string(filepath.Separator)) {
+		return filepath.Join(state, stateFileName), state
+	}
+	if st, err := os.Stat(state); err == nil && st.IsDir() {
+		return filepath.Join(state, stateFileName), ""
+	}
+	return state, ""
 }

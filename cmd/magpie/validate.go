@@ -14,6 +14,7 @@ import (
 // use: each mistake is a usage error of one line, found before anything
 // runs (a bad --follow selector would otherwise panic in OnHTML).
 func (f *crawlFlags) validate() error {
+	f.state, f.stateDir = statePath(f.state)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
