@@ -38,6 +38,7 @@ type crawlFlags struct {
 	excludeExt                         []string
 	quiet, allowLoopback, ignoreRobots bool
 	sitemaps, render, resumeOutput     bool
+	noParent                           bool
 	failFlags
 	netFlags
 	recrawl recrawlFlags // recrawl.go
@@ -75,6 +76,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringVar(&f.follow, "follow", "a[href]", "CSS selector of the links to follow")
 	fs.IntVarP(&f.depth, "depth", "d", 0, "maximum depth, the start page being 1 (0: unlimited)")
 	fs.StringVar(&f.scope, "scope", "host", "what links may be followed: host (the start URL's host), subdomains (and its subdomains) or domain (its registrable domain and all subdomains)")
+	fs.BoolVar(&f.noParent, "no-parent", false, "as wget's: never follow links above the start URL's directory on its host (from /docs/ or /docs/a.html, only /docs/ and below; a start URL's redirect adds the directory it lands in)")
 	fs.StringArrayVar(&f.include, "include", nil, "follow only links whose URL matches this regexp (repeatable; start URLs always pass)")
 	fs.StringArrayVar(&f.exclude, "exclude", nil, "never fetch a URL that matches this regexp (repeatable)")
 	fs.StringSliceVar(&f.excludeExt, "exclude-ext", nil, "never fetch URLs whose path ends in these extensions (comma-separated, e.g. gz,zip,pdf)")
@@ -166,7 +168,7 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
 		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
-		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope,
+		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope, noParent: f.noParent,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),

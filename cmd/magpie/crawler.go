@@ -45,6 +45,7 @@ type crawlConfig struct {
 	exclude    []*regexp.Regexp
 	excludeExt []string
 	scope      string // host, domain or subdomains
+	noParent   bool   // --no-parent: never above a start URL's directory
 	// ignoreRobots skips robots.txt; sitemaps visits the sitemaps that
 	// robots.txt lists and /sitemap.xml of each start URL's host.
 	ignoreRobots bool
@@ -326,6 +327,9 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	st := newStarts(cfg.starts)
 	st.proxy = cfg.proxy
 	sc := newScope(cfg.scope, parsed)
+	if cfg.noParent {
+		sc.keepBelow(parsed)
+	}
 	c.SetRedirectHandler(sc.redirects(st))
 	fl := cfg.failures
 	if fl == nil {
@@ -554,6 +558,9 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 		st.fetched(r.Request)
 		// Where a start URL landed joins the scope; other pages are in it.
 		sc.add(r.Request.URL)
+		if _, ok := st.of(r.Request); ok {
+			sc.land(r.Request.URL) // --no-parent: its directory too
+		}
 		// Children get a copy of their parent's Context: start each page afresh.
 		r.Ctx.Put("title", "")
 		r.Ctx.Put("links", 0)

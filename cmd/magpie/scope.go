@@ -20,9 +20,13 @@ import (
 // from where a start URL lands. Safe for concurrent use.
 type scope struct {
 	mode string // host, subdomains or domain
-	// mu guards bases.
+	// mu guards bases and dirs.
 	mu    sync.RWMutex
 	bases []string // ASCII, lower case: hosts, or registrable domains for domain
+	// dirs, set by --no-parent (keepBelow), holds by host the directories
+	// of the start URLs and of where they landed: a URL on such a host
+	// must be in one of them or below.
+	dirs map[string][]string
 }
 
 func newScope(mode string, starts []*url.URL) *scope {
@@ -80,6 +84,11 @@ func (s *scope) allows(u *url.URL) bool {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return true
 	}
+	return s.allowsHost(u) && s.belowStart(u)
+}
+
+// allowsHost reports whether u's host is in the scope.
+func (s *scope) allowsHost(u *url.URL) bool {
 	h := hostOf(u)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -89,6 +98,62 @@ func (s *scope) allows(u *url.URL) bool {
 		}
 	}
 	return false
+}
+
+// keepBelow turns on --no-parent, as wget's: on the host of a start URL,
+// the crawl follows only URLs in the start URL's directory or below it
+// (from /a/ or /a/b.html, /a/ and below; from /a, the whole host, since
+// its directory is /). Other hosts the scope allows are not restricted.
+func (s *scope) keepBelow(starts []*url.URL) {
+	s.mu.Lock()
+	s.dirs = map[string][]string{}
+	s.mu.Unlock()
+	for _, u := range starts {
+		s.land(u)
+	}
+}
+
+// land adds the directory of u, a start URL or where one landed after its
+// redirects, under --no-parent.
+func (s *scope) land(u *url.URL) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dirs == nil {
+		return
+	}
+	h, d := hostOf(u), dirOf(u)
+	if !slices.Contains(s.dirs[h], d) {
+		s.dirs[h] = append(s.dirs[h], d)
+	}
+}
+
+// belowStart reports whether u is in a start directory of its host or
+// below it, or on a host without one; always true without --no-parent.
+func (s *scope) belowStart(u *url.URL) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	dirs, ok := s.dirs[hostOf(u)]
+	if !ok {
+		return true
+	}
+	d := dirOf(u)
+	for _, start := range dirs {
+		if strings.HasPrefix(d, start) {
+			return true
+		}
+	}
+	return false
+}
+
+// dirOf is the directory of u's path, as wget takes it: up to and
+// including the last slash ("/a/" for /a/b.html and /a/, "/" for /a).
+func dirOf(u *url.URL) string {
+	p := u.EscapedPath()
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "/"
+	}
+	return p[:i+1]
 }
 
 // wider names the --scope value that would let u in, or "" when none would
@@ -130,13 +195,27 @@ func (e *scopeError) Error() string {
 
 func (e *scopeError) Unwrap() error { return magpie.ErrForbiddenDomain }
 
+// parentError is a redirect above the start directories (--no-parent);
+// errors.Is magpie.ErrForbiddenDomain holds.
+type parentError struct{ url string }
+
+func (e *parentError) Error() string {
+	return e.url + " is above the start URL's directory (--no-parent)"
+}
+
+func (e *parentError) Unwrap() error { return magpie.ErrForbiddenDomain }
+
 // redirects returns the collector's redirect handler: a start URL's own
 // redirects are followed wherever they go (its landing host joins the
-// scope once the page arrives), later ones only within the scope.
+// scope once the page arrives, and under --no-parent its directory), later
+// ones only within the scope.
 func (s *scope) redirects(st *starts) func(*http.Request, []*http.Request) error {
 	return func(next *http.Request, via []*http.Request) error {
 		if s.allows(next.URL) || st.isStart(via[0].URL) {
 			return nil
+		}
+		if s.allowsHost(next.URL) {
+			return &parentError{url: next.URL.Redacted()}
 		}
 		return &scopeError{host: next.URL.Hostname(), mode: s.mode, wider: s.wider(next.URL)}
 	}

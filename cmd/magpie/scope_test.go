@@ -51,3 +51,37 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// --no-parent: on a start URL's host, only its directory and below, as
+// wget's; other hosts the scope lets in are not restricted; where a start
+// URL landed adds its directory.
+func TestScopeNoParent(t *testing.T) {
+	for _, tc := range []struct {
+		mode, start, landed string
+		url                 string
+		allows              bool
+	}{
+		{"host", "https://example.com/docs/", "", "https://example.com/docs/", true},
+		{"host", "https://example.com/docs/", "", "https://EXAMPLE.com:8443/docs/a/b.html?x=1", true},
+		{"host", "https://example.com/docs/", "", "https://example.com/docs", false},
+		{"host", "https://example.com/docs/", "", "https://example.com/", false},
+		{"host", "https://example.com/docs/", "", "https://example.com/docsx/a.html", false},
+		{"host", "https://example.com/docs/a.html", "", "https://example.com/docs/b.html", true},
+		{"host", "https://example.com/docs/a.html", "", "https://example.com/other/", false},
+		{"host", "https://example.com/docs", "", "https://example.com/other/", true}, // its directory is /
+		{"host", "https://example.com/docs/", "https://example.com/v2/docs/", "https://example.com/v2/docs/x", true},
+		{"host", "https://example.com/docs/", "https://example.com/v2/docs/", "https://example.com/v2/", false},
+		{"subdomains", "https://example.com/docs/", "", "https://blog.example.com/2020/post", true},
+		{"subdomains", "https://example.com/docs/", "", "https://example.com/blog/", false},
+	} {
+		s := newScope(tc.mode, []*url.URL{mustURL(t, tc.start)})
+		s.keepBelow([]*url.URL{mustURL(t, tc.start)})
+		if tc.landed != "" {
+			s.add(mustURL(t, tc.landed))
+			s.land(mustURL(t, tc.landed))
+		}
+		if got := s.allows(mustURL(t, tc.url)); got != tc.allows {
+			t.Errorf("--scope %s --no-parent from %s (landed %q): allows(%s) = %v, want %v", tc.mode, tc.start, tc.landed, tc.url, got, tc.allows)
+		}
+	}
+}
