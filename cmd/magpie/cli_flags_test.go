@@ -200,3 +200,43 @@ func (s *pagesSite) totalHits() int {
 	}
 	return n
 }
+
+// Issue 40 point 16: a --config or --list that cannot be read, and a --list
+// line that is not an http or https URL, are usage errors (exit 2) before
+// any request; a bad line is named by file:line.
+func TestCLIListAndConfigUsageErrors(t *testing.T) {
+	site := newPagesSite(t, 1, nil)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "urls.txt")
+	if err := os.WriteFile(list, []byte("# start pages\n"+site.URL+"/\nexample.com/page\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ftp := filepath.Join(dir, "ftp.txt")
+	if err := os.WriteFile(ftp, []byte("\n\n\n"+site.URL+"/\nftp://example.com/file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.txt")
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"--list", missing}, "--list: open " + missing + ": no such file"},
+		{"", []string{"--list", dir}, "--list " + dir + ": "},
+		{"", []string{"--list", list}, `--list ` + list + `:3: "example.com/page" is not an http or https URL`},
+		{"", []string{"--list", ftp}, `--list ` + ftp + `:5: "ftp://example.com/file" is not an http or https URL`},
+		{site.URL + "/\n  \nnot a url\n", []string{"--list", "-"}, `--list -:3: "not a url" is not an http or https URL`},
+		{"", []string{site.URL + "/", "--config", missing}, "--config: open " + missing + ": no such file"},
+		{"", []string{site.URL + "/", "--config", dir}, "--config: read " + dir + ": is a directory"},
+	} {
+		args := append([]string{"crawl", "--allow-loopback", "-q"}, tc.args...)
+		r := cli(t, tc.stdin, args...)
+		first, _, _ := strings.Cut(r.stderr, "\n")
+		if r.code != 2 || !strings.Contains(first, tc.want) || !strings.Contains(r.stderr, "--help") {
+			t.Errorf("magpie %q: exit %d, stderr:\n%s\nwant 2, a first line naming %q and the usage hint", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	if n := site.hitCount("/"); n != 0 {
+		t.Errorf("the usage errors fetched / %d times, want none", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -147,19 +148,26 @@ func (f *fieldFlags) Set(v string) error {
 	return nil
 }
 
-// readURLs reads start URLs, one a line; blank lines and lines starting
-// with # are skipped.
-func readURLs(r io.Reader) ([]string, error) {
+// readURLs reads start URLs, one a line, from the --list named name;
+// blank lines and lines starting with # are skipped. A line that is not an
+// http or https URL is a usage error naming name:line.
+func readURLs(r io.Reader, name string) ([]string, error) {
 	var urls []string
 	sc := bufio.NewScanner(r)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if u, err := url.Parse(line); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, usagef("--list %s:%d: %q is not an http or https URL", name, n, line)
+		}
 		urls = append(urls, line)
 	}
-	return urls, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, usagef("--list %s: %w", name, err)
+	}
+	return urls, nil
 }
 
 // config turns the flags into a crawlConfig.
@@ -184,14 +192,14 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		if f.list != "-" {
 			file, err := os.Open(f.list)
 			if err != nil {
-				return cfg, fmt.Errorf("--list: %w", err)
+				return cfg, usagef("--list: %w", err)
 			}
 			defer file.Close()
 			r = file
 		}
-		urls, err := readURLs(r)
+		urls, err := readURLs(r, f.list)
 		if err != nil {
-			return cfg, fmt.Errorf("--list: %w", err)
+			return cfg, err
 		}
 		cfg.starts = append(cfg.starts[:len(cfg.starts):len(cfg.starts)], urls...)
 	}
@@ -427,7 +435,7 @@ func hasStartError(err error) bool {
 func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return usagef("--config: %w", err) // no such file, a directory
 	}
 	set := map[*pflag.Flag]bool{} // flags this file set
 	for n, line := range strings.Split(string(data), "\n") {
