@@ -232,13 +232,13 @@ func openErrorLog(path string, appending bool) (*os.File, error) {
 // to --errors nor printed by -v.
 func (fl *failures) record(r *magpie.Response, err error) failure {
 	kind := errorKind(err, fl.stopping())
+	f := failure{Kind: kind, Error: fl.message(err), Attempts: 1}
 	if kind == kindCancelled && fl.stopping() {
 		if fl.t != nil {
 			fl.t.interrupt()
 		}
-		return failure{Kind: kind, Error: fl.message(err), Attempts: 1}
+		return f
 	}
-	f := failure{Kind: kind, Error: fl.message(err), Attempts: 1}
 	if r != nil && r.Request != nil {
 		if r.Request.URL != nil {
 			f.URL = r.Request.URL.Redacted()
