@@ -351,3 +351,63 @@ func TestRecrawlSitemapLastmod(t *testing.T) {
 		}
 	}
 }
+
+// TestNotModifiedWithoutValidator (issue 40): a 304 to a request that
+// carried no validator is the server's error (OnError), and, as after a
+// 503, the page is fetched again by a later crawl over the same store
+// instead of being refused as visited; a 304 to a validator the caller
+// sent is an answer, and the page stays visited.
+func TestNotModifiedWithoutValidator(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusNotModified)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, tt := range []struct {
+		name, path  string
+		validator   bool
+		opts        []CollectorOption
+		wantFetches int
+	}{
+		{"503", "/busy", false, nil, 2},
+		{"304 unasked", "/n", false, nil, 2},
+		{"304 unasked, recrawl", "/nr", false, []CollectorOption{Recrawl(RecrawlPolicy{})}, 2},
+		{"304 asked", "/v", true, nil, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &storage.InMemoryStorage{}
+			for i := range 2 {
+				c := NewCollector(tt.opts...)
+				if err := c.SetStorage(store); err != nil {
+					t.Fatal(err)
+				}
+				if tt.validator {
+					c.OnRequest(func(r *Request) { r.Headers.Set("If-None-Match", `"x"`) })
+				}
+				err := c.Visit(srv.URL + tt.path)
+				_, refused := errors.AsType[*AlreadyVisitedError](err)
+				_, failed := errors.AsType[*HTTPError](err)
+				if wantRefused := i == 1 && tt.wantFetches == 1; refused != wantRefused || !refused && !failed {
+					t.Errorf("crawl %d: Visit error = %v, want refused as visited %v, else an *HTTPError", i+1, err, wantRefused)
+				}
+			}
+			mu.Lock()
+			n := hits[tt.path]
+			mu.Unlock()
+			if n != tt.wantFetches {
+				t.Errorf("%s fetched %d times by two crawls over one store, want %d", tt.path, n, tt.wantFetches)
+			}
+		})
+	}
+}

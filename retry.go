@@ -137,15 +137,30 @@ func isNetworkError(err error) bool {
 	return errors.As(err, &oe)
 }
 
-// retryableForget reports whether a failed request should lose its visited
-// mark so that a later Visit may try it again: transport failures and
-// server-side statuses, but not a 404 that would only fail again.
-func retryableForget(err error) bool {
+// retryableForget reports whether req, failed with err, should lose its
+// visited mark so that a later Visit may try it again: transport failures
+// and server-side statuses, but not a 404 that would only fail again. A 304
+// Not Modified to a request that carried no validator is the server's
+// fault too: it answers a question that was not asked and says nothing of
+// the page, so it is forgotten as a 503 is, and a later crawl fetches the
+// page again.
+func retryableForget(req *Request, err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
-		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
+		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429 ||
+			he.StatusCode == http.StatusNotModified && !carriesValidator(req)
 	}
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// carriesValidator reports whether req was sent with a validator that a
+// 304 answers (If-None-Match or If-Modified-Since).
+func carriesValidator(req *Request) bool {
+	if req == nil || req.Headers == nil {
+		return false
+	}
+	h := *req.Headers
+	return h.Get("If-None-Match") != "" || h.Get("If-Modified-Since") != ""
 }
 
 // RetryOptions configure automatic retries (RetryPolicy). A retried request
