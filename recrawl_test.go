@@ -352,6 +352,105 @@ func TestRecrawlSitemapLastmod(t *testing.T) {
 	}
 }
 
+// outcome is what one crawl said of a page: its Change, whether it went to
+// OnError, and the depth OnRequest and the response saw.
+type outcome struct {
+	change          Change
+	failed          bool
+	reqDepth, depth int
+}
+
+// crawlOutcomes crawls from start with a new Collector over store, following
+// links, and returns what each page ended as, by path, with the stats.
+func crawlOutcomes(t *testing.T, start string, store storage.Storage, opts ...CollectorOption) (map[string]outcome, Stats) {
+	t.Helper()
+	c := NewCollector(opts...)
+	if err := c.SetStorage(store); err != nil {
+		t.Fatalf("SetStorage error = %v", err)
+	}
+	var mu sync.Mutex
+	got, reqDepth := map[string]outcome{}, map[string]int{}
+	c.OnRequest(func(r *Request) {
+		mu.Lock()
+		reqDepth[r.URL.Path] = r.Depth
+		mu.Unlock()
+	})
+	note := func(r *Response, failed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := r.Request.URL.Path
+		got[p] = outcome{change: r.Change, failed: failed, reqDepth: reqDepth[p], depth: r.Request.Depth}
+	}
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	c.OnScraped(func(r *Response) { note(r, false) })
+	c.OnError(func(r *Response, _ error) { note(r, true) })
+	if err := c.Visit(start); err != nil {
+		t.Fatalf("Visit(%s) error = %v", start, err)
+	}
+	c.Wait()
+	return got, c.Stats()
+}
+
+// TestRecrawlNeverExisted (issue 40): gone is a page that answered 2xx and
+// no longer does. A URL that answered 404 on its first fetch and again on
+// the next crawl is a failure both times, with no Change, and not counted
+// as gone; a page that was there and went stays gone while it answers 404;
+// and a URL that only failed before is new when it first answers 200.
+func TestRecrawlNeverExisted(t *testing.T) {
+	site := newChangingSite(t, true, map[string]string{"/": links("/a", "/missing"), "/a": "<p>a</p>"})
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	missing := outcome{change: ChangeNone, failed: true}
+	for i, step := range []struct {
+		edit         func()
+		wantA, wantM outcome
+		wantStats    RecrawlStats
+	}{
+		{func() {}, outcome{change: ChangeNew}, missing, RecrawlStats{New: 2}},
+		{func() {}, outcome{change: ChangeUnchanged}, missing, RecrawlStats{Unchanged: 2}},
+		{func() { site.edit("/a", "") }, outcome{change: ChangeGone, failed: true}, missing, RecrawlStats{Unchanged: 1, Gone: 1}},
+		{func() { site.edit("/missing", "<p>here now</p>") }, outcome{change: ChangeGone, failed: true}, outcome{change: ChangeNew}, RecrawlStats{New: 1, Unchanged: 1, Gone: 1}},
+	} {
+		step.edit()
+		got, st := crawlOutcomes(t, site.URL+"/", store, policy)
+		for p, want := range map[string]outcome{"/a": step.wantA, "/missing": step.wantM} {
+			g := got[p]
+			if g.change != want.change || g.failed != want.failed {
+				t.Errorf("crawl %d: %s Change %q (OnError %v), want %q (OnError %v)", i+1, p, g.change, g.failed, want.change, want.failed)
+			}
+		}
+		if st.Recrawl != step.wantStats {
+			t.Errorf("crawl %d: Stats.Recrawl = %+v, want %+v", i+1, st.Recrawl, step.wantStats)
+		}
+	}
+}
+
+// TestRecrawlDepth (issue 40): a page revisited from the store, not reached
+// by a link of this crawl (the start answered 304, so none was found),
+// keeps the depth its crawl found it at, in OnRequest and after, and its
+// links are one deeper; a start URL is at depth 1 wherever an earlier
+// crawl found it.
+func TestRecrawlDepth(t *testing.T) {
+	site := newChangingSite(t, true, map[string]string{"/": links("/a"), "/a": links("/b"), "/b": "<p>b</p>"})
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	for _, step := range []struct {
+		name, start string
+		want        map[string]int
+	}{
+		{"first crawl", "/", map[string]int{"/": 1, "/a": 2, "/b": 3}},
+		{"recrawl", "/", map[string]int{"/": 1, "/a": 2, "/b": 3}},
+		{"recrawl from /b", "/b", map[string]int{"/": 1, "/a": 2, "/b": 1}},
+	} {
+		got, _ := crawlOutcomes(t, site.URL+step.start, store, policy)
+		for p, want := range step.want {
+			if g := got[p]; g.depth != want || g.reqDepth != want {
+				t.Errorf("%s: %s at depth %d (OnRequest saw %d), want %d", step.name, p, g.depth, g.reqDepth, want)
+			}
+		}
+	}
+}
+
 // TestNotModifiedWithoutValidator (issue 40): a 304 to a request that
 // carried no validator is the server's error (OnError), and, as after a
 // 503, the page is fetched again by a later crawl over the same store

@@ -34,7 +34,8 @@ type PageState struct {
 	ETag         string
 	LastModified time.Time
 	// Digest is a 64-bit hash of the last body, to tell an unchanged page
-	// from a server that sends no validators.
+	// from a server that sends no validators. The magpie package sets it
+	// from 2xx answers only, never to 0: 0 is a URL that never answered 2xx.
 	Digest uint64
 	// Due is when the page should be fetched again.
 	Due time.Time
