@@ -123,8 +123,10 @@ const RefusedNotDue = "not_due"
 // pages apart. A 304 answer is a success: OnResponse and OnScraped run with
 // an empty Body and Change == ChangeUnchanged. A 404 or 410 for a page
 // that answered 2xx before goes to OnError with Change == ChangeGone; one
-// for a URL that never did is a failure with ChangeNone. A page queued
-// from the store keeps the depth it was last fetched at (Request.Depth).
+// for a URL that never did is a failure with ChangeNone. A URL whose first
+// fetch the server failed (5xx, 408, 429, or a 304 to a request with no
+// validator) is kept too, so that the next recrawl tries it again. A page
+// queued from the store keeps the depth it was last fetched at.
 //
 // The first top-level Visit of the Collector queues every due page of the
 // store; a queue run calls DueURLs and MarkDue itself. A session is the
@@ -484,8 +486,14 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 			ch = ChangeGone
 		}
 		st.Status, st.ETag, st.LastModified = s, "", time.Time{}
-	default:
+	case rv.known || !saysNothing(x.req, s):
 		return // a redirect left unfollowed, a server error: nothing learnt
+	default:
+		// A first fetch the server failed (a 503, a 304 to no validator):
+		// nothing is known of the page, but it is stored, with no Change,
+		// so that the next recrawl tries it again from the store even if
+		// no link leads there (its parent answering 304).
+		st.Status = s
 	}
 	now := time.Now()
 	st.Interval = nextInterval(rv.rc.policy, rv.known, rv.prev.Interval, ch)

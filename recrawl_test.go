@@ -510,3 +510,59 @@ func TestNotModifiedWithoutValidator(t *testing.T) {
 		})
 	}
 }
+
+// TestRecrawlFailedFirstFetch (issue 40): a page whose first fetch the
+// server failed (a 503, a 304 to a request with no validator) is tried
+// again by the next recrawl even when no link leads there any more (its
+// parent answered 304, so no link was found), and is new when it answers.
+func TestRecrawlFailedFirstFetch(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	fixed := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		ok := fixed
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/":
+			w.Header().Set("ETag", `"root"`)
+			http.ServeContent(w, r, "", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), strings.NewReader(links("/n", "/busy")))
+		case ok && (r.URL.Path == "/n" || r.URL.Path == "/busy"):
+			_, _ = w.Write([]byte("<p>here</p>"))
+		case r.URL.Path == "/n":
+			w.WriteHeader(http.StatusNotModified)
+		case r.URL.Path == "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	failed := outcome{change: ChangeNone, failed: true}
+	for i, want := range []map[string]outcome{
+		{"/": {change: ChangeNew}, "/n": failed, "/busy": failed},
+		{"/": {change: ChangeUnchanged}, "/n": failed, "/busy": failed},
+		{"/": {change: ChangeUnchanged}, "/n": {change: ChangeNew}, "/busy": {change: ChangeNew}},
+	} {
+		if i == 2 {
+			mu.Lock()
+			fixed = true
+			mu.Unlock()
+		}
+		got, _ := crawlOutcomes(t, srv.URL+"/", store, policy)
+		for p, w := range want {
+			if g, ok := got[p]; !ok || g.change != w.change || g.failed != w.failed {
+				t.Errorf("crawl %d: %s fetched %v, Change %q (OnError %v), want Change %q (OnError %v)", i+1, p, ok, g.change, g.failed, w.change, w.failed)
+			}
+		}
+		mu.Lock()
+		n, b := hits["/n"], hits["/busy"]
+		mu.Unlock()
+		if n != i+1 || b != i+1 {
+			t.Errorf("after crawl %d: /n fetched %d times, /busy %d, want %d each", i+1, n, b, i+1)
+		}
+	}
+}

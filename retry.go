@@ -139,18 +139,23 @@ func isNetworkError(err error) bool {
 
 // retryableForget reports whether req, failed with err, should lose its
 // visited mark so that a later Visit may try it again: transport failures
-// and server-side statuses, but not a 404 that would only fail again. A 304
-// Not Modified to a request that carried no validator is the server's
-// fault too: it answers a question that was not asked and says nothing of
-// the page, so it is forgotten as a 503 is, and a later crawl fetches the
-// page again.
+// and answers that say nothing of the page (saysNothing), but not a 404
+// that would only fail again.
 func retryableForget(req *Request, err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
-		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429 ||
-			he.StatusCode == http.StatusNotModified && !carriesValidator(req)
+		return saysNothing(req, he.StatusCode)
 	}
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// saysNothing reports whether an answer to req with status is the server's
+// failure rather than news of the page: a server-side status (5xx, 408,
+// 429), or a 304 Not Modified to a request that carried no validator,
+// which answers a question that was not asked.
+func saysNothing(req *Request, status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		status == http.StatusNotModified && !carriesValidator(req)
 }
 
 // carriesValidator reports whether req was sent with a validator that a
