@@ -427,8 +427,8 @@ func TestRecrawlNeverExisted(t *testing.T) {
 
 // TestRecrawlDepth (issue 40): a page revisited from the store, not reached
 // by a link of this crawl (the start answered 304, so none was found),
-// keeps the depth its crawl found it at, in OnRequest and after, and its
-// links are one deeper; a start URL is at depth 1 wherever an earlier
+// keeps the depth its crawl found it at, in OnRequest and after, and a new
+// link on it is one deeper; a start URL is at depth 1 wherever an earlier
 // crawl found it.
 func TestRecrawlDepth(t *testing.T) {
 	site := newChangingSite(t, true, map[string]string{"/": links("/a"), "/a": links("/b"), "/b": "<p>b</p>"})
@@ -436,12 +436,15 @@ func TestRecrawlDepth(t *testing.T) {
 	policy := Recrawl(RecrawlPolicy{})
 	for _, step := range []struct {
 		name, start string
+		edit        func()
 		want        map[string]int
 	}{
-		{"first crawl", "/", map[string]int{"/": 1, "/a": 2, "/b": 3}},
-		{"recrawl", "/", map[string]int{"/": 1, "/a": 2, "/b": 3}},
-		{"recrawl from /b", "/b", map[string]int{"/": 1, "/a": 2, "/b": 1}},
+		{"first crawl", "/", func() {}, map[string]int{"/": 1, "/a": 2, "/b": 3}},
+		{"recrawl", "/", func() { site.edit("/a", links("/b", "/c")); site.edit("/c", "<p>c</p>") },
+			map[string]int{"/": 1, "/a": 2, "/b": 3, "/c": 3}},
+		{"recrawl from /b", "/b", func() {}, map[string]int{"/": 1, "/a": 2, "/b": 1, "/c": 3}},
 	} {
+		step.edit()
 		got, _ := crawlOutcomes(t, site.URL+step.start, store, policy)
 		for p, want := range step.want {
 			if g := got[p]; g.depth != want || g.reqDepth != want {
