@@ -383,7 +383,7 @@ func (r *run) finish(req *Request, err error) {
 	case stopped && !notStarted && r.queueMode:
 		r.cutShort.Add(1)
 	}
-	if err != nil && (retryableForget(err) || notStarted) && !(stopped && r.queueMode) {
+	if err != nil && (retryableForget(req, err) || notStarted) && !(stopped && r.queueMode) {
 		r.c.forgetVisited(req)
 	}
 	req.setFinal(req.attempt, err)

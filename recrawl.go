@@ -40,7 +40,9 @@ type Change uint8
 const (
 	// ChangeNone is no judgement (see Change).
 	ChangeNone Change = iota
-	// ChangeNew is a URL with no stored state: its first fetch.
+	// ChangeNew is a URL's first 2xx answer: its first fetch, or the first
+	// success of a URL that had only failed before (a 404 since its first
+	// fetch, say).
 	ChangeNew
 	// ChangeChanged is a body whose digest differs from the stored one, or
 	// a page answering again after it was gone.
@@ -48,8 +50,10 @@ const (
 	// ChangeUnchanged is a 304 Not Modified to a conditional request (no
 	// body was downloaded), or a body whose digest equals the stored one.
 	ChangeUnchanged
-	// ChangeGone is a 404 or 410 for a URL that answered before. Its state
-	// is kept and its revisits back off.
+	// ChangeGone is a 404 or 410 for a URL that answered 2xx before. Its
+	// state is kept and its revisits back off. A URL that never answered
+	// 2xx (a broken link, 404 at every fetch) is a failure each time, with
+	// ChangeNone, not gone.
 	ChangeGone
 )
 
@@ -118,7 +122,11 @@ const RefusedNotDue = "not_due"
 // Item.Change, and Stats.Recrawl) tells new, changed, unchanged and gone
 // pages apart. A 304 answer is a success: OnResponse and OnScraped run with
 // an empty Body and Change == ChangeUnchanged. A 404 or 410 for a page
-// fetched before goes to OnError with Change == ChangeGone.
+// that answered 2xx before goes to OnError with Change == ChangeGone; one
+// for a URL that never did is a failure with ChangeNone. A URL whose first
+// fetch the server failed (5xx, 408, 429, or a 304 to a request with no
+// validator) is kept too, so that the next recrawl tries it again. A page
+// queued from the store keeps the depth it was last fetched at.
 //
 // The first top-level Visit of the Collector queues every due page of the
 // store; a queue run calls DueURLs and MarkDue itself. A session is the
@@ -148,6 +156,10 @@ type recrawler struct {
 	// so that a page is made due once per session however many ways
 	// (DueURLs, MarkDue, a start URL, a sitemap) name it.
 	released sync.Map
+	// starts holds the keys of this session's start URLs (a top-level
+	// Visit, MarkDue): they are at depth 1, whatever depth their stored
+	// state says (see keepDepth).
+	starts sync.Map
 	// counts are Stats.Recrawl's, by Change.
 	counts [len(changeNames)]atomic.Uint64
 	// heldMu guards held: the page states of a queue run's leased entries,
@@ -232,8 +244,10 @@ func (c *Collector) DueURLs(ctx context.Context) iter.Seq2[string, error] {
 // MarkDue makes u due now when an earlier crawl fetched it: its visited
 // mark is taken off, so the next Visit or queue AddURL of u fetches it
 // again (conditionally). A URL fetched in this session, or never fetched,
-// is left as it is. It fails with ErrRecrawlUnsupported without Recrawl or
-// a storage.PageStore, and with ErrInvalidURL for a URL that does not parse.
+// is left as it is. u is taken for a start URL: fetched at depth 1, not at
+// the depth its stored state has (call it for start URLs that DueURLs
+// yielded too). It fails with ErrRecrawlUnsupported without Recrawl or a
+// storage.PageStore, and with ErrInvalidURL for a URL that does not parse.
 func (c *Collector) MarkDue(u string) error {
 	cfg := c.config()
 	if _, _, ok := c.pageStore(cfg); !ok {
@@ -244,6 +258,7 @@ func (c *Collector) MarkDue(u string) error {
 		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	key := urlkey.RequestKey(http.MethodGet, urlkey.Canonical(p, cfg.sortQuery), nil)
+	cfg.recrawl.starts.Store(key, struct{}{})
 	_, err = c.markDueKey(c.storeContext(), cfg, key, time.Time{})
 	return err
 }
@@ -298,6 +313,7 @@ func (c *Collector) recrawlVisit(cfg *config, req *Request) {
 	}
 	ctx := req.stdContext()
 	key := urlkey.RequestKey(req.Method, urlkey.Canonical(req.URL, cfg.sortQuery), req.bodyBytes)
+	rc.starts.Store(key, struct{}{})
 	released, err := c.markDueKey(ctx, cfg, key, time.Time{})
 	if err != nil {
 		c.logger.Warn("recrawl: making a start URL due", "url", req.URL.Redacted(), "err", err)
@@ -400,6 +416,7 @@ func (x *exchange) conditional() bool {
 	}
 	rv := &revisit{key: req.visitKey, url: req.URL.String(), prev: states[0], known: found[0], store: ps, rc: rc}
 	x.revisit = rv
+	rc.keepDepth(req, rv.prev)
 	if !rv.known || rc.policy.Refetch || rv.prev.Status < 200 || rv.prev.Status > 299 {
 		return false
 	}
@@ -415,6 +432,21 @@ func (x *exchange) conditional() bool {
 	return false
 }
 
+// keepDepth gives a page queued as a root (depth 1, no parent: a due page
+// from DueURLs, or its queue entry resumed after a crash) the depth its
+// stored state was fetched at, so that it, its items and its links are
+// where its crawl found them, not one level below the start. A link of
+// this crawl has its own depth, and a start URL stays at 1.
+func (rc *recrawler) keepDepth(req *Request, st storage.PageState) {
+	if req.Depth != 1 || st.Depth <= 1 || req.ParentURL() != "" {
+		return
+	}
+	if _, start := rc.starts.Load(req.visitKey); start {
+		return
+	}
+	req.Depth = st.Depth
+}
+
 // recrawlOutcome judges resp, the answer to a request its conditional step
 // looked up, stores the page's new state and schedule, sets resp.Change and
 // counts it. A 304 to a conditional request is made a success.
@@ -426,7 +458,11 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 	st := rv.prev
 	st.URL = rv.url
 	prevOK := rv.known && rv.prev.Status >= 200 && rv.prev.Status <= 299
-	prevGone := rv.known && isGoneStatus(rv.prev.Status)
+	// A digest is stored by 2xx answers only and kept by the others, so a
+	// state with one is a page that was there at some point: what gone
+	// needs (a broken link 404 at every fetch is no change) and what makes
+	// its first 2xx a change rather than new.
+	existed := prevOK || rv.known && rv.prev.Digest != 0
 	var ch Change
 	switch s := resp.StatusCode; {
 	case s == http.StatusNotModified && rv.conditional:
@@ -436,7 +472,7 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 	case s >= 200 && s <= 299:
 		d := digest(resp.RawBody())
 		switch {
-		case !rv.known:
+		case !existed:
 			ch = ChangeNew
 		case prevOK && d == rv.prev.Digest:
 			ch = ChangeUnchanged
@@ -446,16 +482,22 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 		st.Status, st.Digest, st.ETag, st.LastModified = s, d, "", time.Time{}
 		noteValidators(&st, resp.Headers)
 	case isGoneStatus(s):
-		if prevOK || prevGone {
+		if existed {
 			ch = ChangeGone
 		}
 		st.Status, st.ETag, st.LastModified = s, "", time.Time{}
-	default:
+	case rv.known || !saysNothing(x.req, s):
 		return // a redirect left unfollowed, a server error: nothing learnt
+	default:
+		// A first fetch the server failed (a 503, a 304 to no validator):
+		// nothing is known of the page, but it is stored, with no Change,
+		// so that the next recrawl tries it again from the store even if
+		// no link leads there (its parent answering 304).
+		st.Status = s
 	}
 	now := time.Now()
 	st.Interval = nextInterval(rv.rc.policy, rv.known, rv.prev.Interval, ch)
-	st.Fetched, st.Due, st.Change = now, now.Add(st.Interval), uint8(ch)
+	st.Fetched, st.Due, st.Change, st.Depth = now, now.Add(st.Interval), uint8(ch), x.req.Depth
 	page := storage.Page{ID: rv.key, State: st}
 	if lease := x.req.entry.leaseID; lease != "" {
 		// A queue entry: its state is stored with its acknowledgement, so
@@ -503,11 +545,12 @@ func nextInterval(p RecrawlPolicy, known bool, cur time.Duration, ch Change) tim
 	return min(max(next, p.MinInterval), p.MaxInterval)
 }
 
-// digest is the body's 64-bit FNV-1a hash.
+// digest is the body's 64-bit FNV-1a hash, never 0: a stored digest of 0
+// means the URL never answered 2xx (see recrawlOutcome).
 func digest(b []byte) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
-	return h.Sum64()
+	return max(h.Sum64(), 1)
 }
 
 // hold keeps the state of a leased entry's page until its entry is settled.

@@ -351,3 +351,221 @@ func TestRecrawlSitemapLastmod(t *testing.T) {
 		}
 	}
 }
+
+// outcome is what one crawl said of a page: its Change, whether it went to
+// OnError, and the depth OnRequest and the response saw.
+type outcome struct {
+	change          Change
+	failed          bool
+	reqDepth, depth int
+}
+
+// crawlOutcomes crawls from start with a new Collector over store, following
+// links, and returns what each page ended as, by path, with the stats.
+func crawlOutcomes(t *testing.T, start string, store storage.Storage, opts ...CollectorOption) (map[string]outcome, Stats) {
+	t.Helper()
+	c := NewCollector(opts...)
+	if err := c.SetStorage(store); err != nil {
+		t.Fatalf("SetStorage error = %v", err)
+	}
+	var mu sync.Mutex
+	got, reqDepth := map[string]outcome{}, map[string]int{}
+	c.OnRequest(func(r *Request) {
+		mu.Lock()
+		reqDepth[r.URL.Path] = r.Depth
+		mu.Unlock()
+	})
+	note := func(r *Response, failed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := r.Request.URL.Path
+		got[p] = outcome{change: r.Change, failed: failed, reqDepth: reqDepth[p], depth: r.Request.Depth}
+	}
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	c.OnScraped(func(r *Response) { note(r, false) })
+	c.OnError(func(r *Response, _ error) { note(r, true) })
+	if err := c.Visit(start); err != nil {
+		t.Fatalf("Visit(%s) error = %v", start, err)
+	}
+	c.Wait()
+	return got, c.Stats()
+}
+
+// TestRecrawlNeverExisted (issue 40): gone is a page that answered 2xx and
+// no longer does. A URL that answered 404 on its first fetch and again on
+// the next crawl is a failure both times, with no Change, and not counted
+// as gone; a page that was there and went stays gone while it answers 404;
+// and a URL that only failed before is new when it first answers 200.
+func TestRecrawlNeverExisted(t *testing.T) {
+	site := newChangingSite(t, true, map[string]string{"/": links("/a", "/missing"), "/a": "<p>a</p>"})
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	missing := outcome{change: ChangeNone, failed: true}
+	for i, step := range []struct {
+		edit         func()
+		wantA, wantM outcome
+		wantStats    RecrawlStats
+	}{
+		{func() {}, outcome{change: ChangeNew}, missing, RecrawlStats{New: 2}},
+		{func() {}, outcome{change: ChangeUnchanged}, missing, RecrawlStats{Unchanged: 2}},
+		{func() { site.edit("/a", "") }, outcome{change: ChangeGone, failed: true}, missing, RecrawlStats{Unchanged: 1, Gone: 1}},
+		{func() { site.edit("/missing", "<p>here now</p>") }, outcome{change: ChangeGone, failed: true}, outcome{change: ChangeNew}, RecrawlStats{New: 1, Unchanged: 1, Gone: 1}},
+	} {
+		step.edit()
+		got, st := crawlOutcomes(t, site.URL+"/", store, policy)
+		for p, want := range map[string]outcome{"/a": step.wantA, "/missing": step.wantM} {
+			g := got[p]
+			if g.change != want.change || g.failed != want.failed {
+				t.Errorf("crawl %d: %s Change %q (OnError %v), want %q (OnError %v)", i+1, p, g.change, g.failed, want.change, want.failed)
+			}
+		}
+		if st.Recrawl != step.wantStats {
+			t.Errorf("crawl %d: Stats.Recrawl = %+v, want %+v", i+1, st.Recrawl, step.wantStats)
+		}
+	}
+}
+
+// TestRecrawlDepth (issue 40): a page revisited from the store, not reached
+// by a link of this crawl (the start answered 304, so none was found),
+// keeps the depth its crawl found it at, in OnRequest and after, and a new
+// link on it is one deeper; a start URL is at depth 1 wherever an earlier
+// crawl found it.
+func TestRecrawlDepth(t *testing.T) {
+	site := newChangingSite(t, true, map[string]string{"/": links("/a"), "/a": links("/b"), "/b": "<p>b</p>"})
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	for _, step := range []struct {
+		name, start string
+		edit        func()
+		want        map[string]int
+	}{
+		{"first crawl", "/", func() {}, map[string]int{"/": 1, "/a": 2, "/b": 3}},
+		{"recrawl", "/", func() { site.edit("/a", links("/b", "/c")); site.edit("/c", "<p>c</p>") },
+			map[string]int{"/": 1, "/a": 2, "/b": 3, "/c": 3}},
+		{"recrawl from /b", "/b", func() {}, map[string]int{"/": 1, "/a": 2, "/b": 1, "/c": 3}},
+	} {
+		step.edit()
+		got, _ := crawlOutcomes(t, site.URL+step.start, store, policy)
+		for p, want := range step.want {
+			if g := got[p]; g.depth != want || g.reqDepth != want {
+				t.Errorf("%s: %s at depth %d (OnRequest saw %d), want %d", step.name, p, g.depth, g.reqDepth, want)
+			}
+		}
+	}
+}
+
+// TestNotModifiedWithoutValidator (issue 40): a 304 to a request that
+// carried no validator is the server's error (OnError), and, as after a
+// 503, the page is fetched again by a later crawl over the same store
+// instead of being refused as visited; a 304 to a validator the caller
+// sent is an answer, and the page stays visited.
+func TestNotModifiedWithoutValidator(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusNotModified)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, tt := range []struct {
+		name, path  string
+		validator   bool
+		opts        []CollectorOption
+		wantFetches int
+	}{
+		{"503", "/busy", false, nil, 2},
+		{"304 unasked", "/n", false, nil, 2},
+		{"304 unasked, recrawl", "/nr", false, []CollectorOption{Recrawl(RecrawlPolicy{})}, 2},
+		{"304 asked", "/v", true, nil, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &storage.InMemoryStorage{}
+			for i := range 2 {
+				c := NewCollector(tt.opts...)
+				if err := c.SetStorage(store); err != nil {
+					t.Fatal(err)
+				}
+				if tt.validator {
+					c.OnRequest(func(r *Request) { r.Headers.Set("If-None-Match", `"x"`) })
+				}
+				err := c.Visit(srv.URL + tt.path)
+				_, refused := errors.AsType[*AlreadyVisitedError](err)
+				_, failed := errors.AsType[*HTTPError](err)
+				if wantRefused := i == 1 && tt.wantFetches == 1; refused != wantRefused || !refused && !failed {
+					t.Errorf("crawl %d: Visit error = %v, want refused as visited %v, else an *HTTPError", i+1, err, wantRefused)
+				}
+			}
+			mu.Lock()
+			n := hits[tt.path]
+			mu.Unlock()
+			if n != tt.wantFetches {
+				t.Errorf("%s fetched %d times by two crawls over one store, want %d", tt.path, n, tt.wantFetches)
+			}
+		})
+	}
+}
+
+// TestRecrawlFailedFirstFetch (issue 40): a page whose first fetch the
+// server failed (a 503, a 304 to a request with no validator) is tried
+// again by the next recrawl even when no link leads there any more (its
+// parent answered 304, so no link was found), and is new when it answers.
+func TestRecrawlFailedFirstFetch(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	fixed := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		ok := fixed
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/":
+			w.Header().Set("ETag", `"root"`)
+			http.ServeContent(w, r, "", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), strings.NewReader(links("/n", "/busy")))
+		case ok && (r.URL.Path == "/n" || r.URL.Path == "/busy"):
+			_, _ = w.Write([]byte("<p>here</p>"))
+		case r.URL.Path == "/n":
+			w.WriteHeader(http.StatusNotModified)
+		case r.URL.Path == "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store := &storage.InMemoryStorage{}
+	policy := Recrawl(RecrawlPolicy{})
+	failed := outcome{change: ChangeNone, failed: true}
+	for i, want := range []map[string]outcome{
+		{"/": {change: ChangeNew}, "/n": failed, "/busy": failed},
+		{"/": {change: ChangeUnchanged}, "/n": failed, "/busy": failed},
+		{"/": {change: ChangeUnchanged}, "/n": {change: ChangeNew}, "/busy": {change: ChangeNew}},
+	} {
+		if i == 2 {
+			mu.Lock()
+			fixed = true
+			mu.Unlock()
+		}
+		got, _ := crawlOutcomes(t, srv.URL+"/", store, policy)
+		for p, w := range want {
+			if g, ok := got[p]; !ok || g.change != w.change || g.failed != w.failed {
+				t.Errorf("crawl %d: %s fetched %v, Change %q (OnError %v), want Change %q (OnError %v)", i+1, p, ok, g.change, g.failed, w.change, w.failed)
+			}
+		}
+		mu.Lock()
+		n, b := hits["/n"], hits["/busy"]
+		mu.Unlock()
+		if n != i+1 || b != i+1 {
+			t.Errorf("after crawl %d: /n fetched %d times, /busy %d, want %d each", i+1, n, b, i+1)
+		}
+	}
+}

@@ -50,7 +50,8 @@ type Response struct {
 	FromCache bool
 	// Change is what recrawl mode (Recrawl) found: new, changed, unchanged
 	// (a 304 answer has StatusCode 304 and an empty Body) or gone (in
-	// OnError, with the 404 or 410). ChangeNone without Recrawl.
+	// OnError, with the 404 or 410, for a page that answered 2xx before).
+	// ChangeNone without Recrawl, and for a URL that never answered 2xx.
 	Change Change
 
 	// raw is the decompressed body as received, kept when the charset

@@ -137,15 +137,35 @@ func isNetworkError(err error) bool {
 	return errors.As(err, &oe)
 }
 
-// retryableForget reports whether a failed request should lose its visited
-// mark so that a later Visit may try it again: transport failures and
-// server-side statuses, but not a 404 that would only fail again.
-func retryableForget(err error) bool {
+// retryableForget reports whether req, failed with err, should lose its
+// visited mark so that a later Visit may try it again: transport failures
+// and answers that say nothing of the page (saysNothing), but not a 404
+// that would only fail again.
+func retryableForget(req *Request, err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
-		return he.StatusCode >= 500 || he.StatusCode == 408 || he.StatusCode == 429
+		return saysNothing(req, he.StatusCode)
 	}
 	return isNetworkError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// saysNothing reports whether an answer to req with status is the server's
+// failure rather than news of the page: a server-side status (5xx, 408,
+// 429), or a 304 Not Modified to a request that carried no validator,
+// which answers a question that was not asked.
+func saysNothing(req *Request, status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		status == http.StatusNotModified && !carriesValidator(req)
+}
+
+// carriesValidator reports whether req was sent with a validator that a
+// 304 answers (If-None-Match or If-Modified-Since).
+func carriesValidator(req *Request) bool {
+	if req == nil || req.Headers == nil {
+		return false
+	}
+	h := *req.Headers
+	return h.Get("If-None-Match") != "" || h.Get("If-Modified-Since") != ""
 }
 
 // RetryOptions configure automatic retries (RetryPolicy). A retried request

@@ -34,7 +34,8 @@ type PageState struct {
 	ETag         string
 	LastModified time.Time
 	// Digest is a 64-bit hash of the last body, to tell an unchanged page
-	// from a server that sends no validators.
+	// from a server that sends no validators. The magpie package sets it
+	// from 2xx answers only, never to 0: 0 is a URL that never answered 2xx.
 	Digest uint64
 	// Due is when the page should be fetched again.
 	Due time.Time
@@ -43,6 +44,10 @@ type PageState struct {
 	// Change is the outcome of the last fetch, as the magpie package numbers
 	// it (magpie.Change); stores keep it without interpreting it.
 	Change uint8
+	// Depth is the request depth the page was last fetched at, so that a
+	// revisit queued from the store keeps the depth its crawl found it at.
+	// 0 in a state written before depths were kept (encoding version 1).
+	Depth int
 }
 
 // Page is a PageState with the visited key (request ID) it belongs to.
@@ -101,12 +106,13 @@ type PageAcker interface {
 	AckPages(ctx context.Context, ids []string, pages []LeasePage) error
 }
 
-// pageVersion is the first byte of an encoded PageState.
-const pageVersion = 1
+// pageVersion is the first byte of an encoded PageState. Version 1 had no
+// Depth; it is still read (Depth 0).
+const pageVersion = 2
 
 // MarshalBinary encodes s compactly: a version byte, varints for the
-// numbers and times, eight bytes of digest, and the two strings with their
-// lengths. A page with a 60-byte URL and a 20-byte ETag takes about 115 bytes.
+// numbers and times, eight bytes of digest, the two strings with their
+// lengths, and the depth. A page with a 60-byte URL and a 20-byte ETag takes about 115 bytes.
 // It never fails.
 func (s PageState) MarshalBinary() ([]byte, error) {
 	return s.AppendBinary(make([]byte, 0, 48+len(s.URL)+len(s.ETag)))
@@ -125,6 +131,7 @@ func (s PageState) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, s.URL...)
 	b = binary.AppendUvarint(b, uint64(len(s.ETag)))
 	b = append(b, s.ETag...)
+	b = binary.AppendUvarint(b, uint64(max(s.Depth, 0)))
 	return b, nil
 }
 
@@ -132,7 +139,8 @@ func (s PageState) AppendBinary(b []byte) ([]byte, error) {
 // an error wrapping ErrBadPageState.
 func (s *PageState) UnmarshalBinary(b []byte) error {
 	d := pageDecoder{b: b}
-	if v := d.byte(); v != pageVersion && d.err == nil {
+	v := d.byte()
+	if v != pageVersion && v != 1 && d.err == nil {
 		return fmt.Errorf("%w: version %d", ErrBadPageState, v)
 	}
 	var out PageState
@@ -147,6 +155,9 @@ func (s *PageState) UnmarshalBinary(b []byte) error {
 	out.Digest = d.uint64()
 	out.URL = d.string()
 	out.ETag = d.string()
+	if v >= 2 {
+		out.Depth = int(d.uvarint())
+	}
 	if d.err != nil {
 		return d.err
 	}

@@ -14,7 +14,7 @@ func TestPageStateEncoding(t *testing.T) {
 	st := storage.PageState{
 		URL: "https://example.com/docs/a.html", Fetched: time.UnixMilli(1_700_000_000_123), Status: 200,
 		ETag: `"abc"`, LastModified: time.Unix(1_690_000_000, 0).UTC(), Digest: 0xfeedface,
-		Due: time.UnixMilli(1_700_086_400_123), Interval: 24 * time.Hour, Change: 3,
+		Due: time.UnixMilli(1_700_086_400_123), Interval: 24 * time.Hour, Change: 3, Depth: 4,
 	}
 	b, err := st.MarshalBinary()
 	if err != nil {
@@ -25,7 +25,7 @@ func TestPageStateEncoding(t *testing.T) {
 		t.Fatalf("UnmarshalBinary() error = %v", err)
 	}
 	if got.URL != st.URL || !got.Fetched.Equal(st.Fetched) || got.ETag != st.ETag || !got.LastModified.Equal(st.LastModified) ||
-		got.Digest != st.Digest || !got.Due.Equal(st.Due) || got.Interval != st.Interval || got.Change != st.Change || got.Status != 200 {
+		got.Digest != st.Digest || !got.Due.Equal(st.Due) || got.Interval != st.Interval || got.Change != st.Change || got.Status != 200 || got.Depth != 4 {
 		t.Errorf("round trip = %+v, want %+v", got, st)
 	}
 	if len(b) > 80 {
@@ -40,6 +40,24 @@ func TestPageStateEncoding(t *testing.T) {
 	bad := append([]byte{99}, b[1:]...)
 	if err := got.UnmarshalBinary(bad); !errors.Is(err, storage.ErrBadPageState) {
 		t.Errorf("UnmarshalBinary(version 99) error = %v, want ErrBadPageState", err)
+	}
+}
+
+// TestPageStateVersion1 reads a state written before depths were kept:
+// version 1 is the same encoding without the trailing depth.
+func TestPageStateVersion1(t *testing.T) {
+	st := storage.PageState{URL: "https://example.com/a", Fetched: time.UnixMilli(1_700_000_000_123), Status: 404, Digest: 7, Change: 4}
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := append([]byte{1}, b[1:len(b)-1]...) // Depth 0 is the last byte
+	var got storage.PageState
+	if err := got.UnmarshalBinary(v1); err != nil {
+		t.Fatalf("UnmarshalBinary(version 1) error = %v", err)
+	}
+	if got.URL != st.URL || !got.Fetched.Equal(st.Fetched) || got.Status != 404 || got.Digest != 7 || got.Change != 4 || got.Depth != 0 {
+		t.Errorf("version 1 read as %+v, want %+v", got, st)
 	}
 }
 

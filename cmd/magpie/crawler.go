@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -93,6 +94,20 @@ type pageRecord struct {
 	Change string `json:"change,omitempty"`
 }
 
+// pageColumns are a pageRecord's CSV columns, fixed in a --state crawl:
+// its first item may be a bodiless one, which lacks title and links.
+var pageColumns = []string{"url", "status", "title", "depth", "links", "change"}
+
+// bodilessRecord is the item of a revisited page that sent no body: a 304
+// (unchanged) or a 404 or 410 where a page was (gone). Its title and links
+// are not known, so it leaves them out rather than writing "" and 0 as data.
+type bodilessRecord struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Depth  int    `json:"depth"`
+	Change string `json:"change"`
+}
+
 // fieldRecord is one item of crawl output with --field: the URL, then the
 // fields in the order they were given (a map would sort them).
 type fieldRecord struct {
@@ -125,6 +140,9 @@ func (r fieldRecord) MarshalJSON() ([]byte, error) {
 
 // columns are the output's CSV columns for cfg.
 func (cfg *crawlConfig) columns() []string {
+	if len(cfg.fields) == 0 && cfg.recrawl != nil {
+		return pageColumns
+	}
 	if len(cfg.fields) == 0 {
 		return nil // pageRecord's field order
 	}
@@ -623,6 +641,10 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 	c.OnScraped(func(r *magpie.Response) {
 		t.page()
 		if len(cfg.fields) > 0 {
+			return
+		}
+		if r.StatusCode == http.StatusNotModified && r.Change == magpie.ChangeUnchanged {
+			r.Emit(bodilessRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
 			return
 		}
 		links, _ := r.Ctx.GetAny("links").(int)

@@ -62,14 +62,16 @@ func (r *recrawlFlags) policy(state string) *magpie.RecrawlPolicy {
 // explicit reports whether a recrawl flag was given.
 func (r *recrawlFlags) explicit() bool { return r.set != nil && r.set() }
 
-// registerRecrawl makes a gone page (404 or 410 where a page was) an item
-// too, with its change, so that a recrawl's output lists every revisit.
+// registerRecrawl makes a gone page (404 or 410 where a page answered 2xx
+// before) an item too, with its change, so that a recrawl's output lists
+// every revisit. A URL that never answered 2xx has no change: it is a
+// failure, as on the first crawl.
 func registerRecrawl(c *magpie.Collector) {
 	c.OnError(func(r *magpie.Response, _ error) {
 		if r.Change != magpie.ChangeGone {
 			return
 		}
-		r.Emit(pageRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
+		r.Emit(bodilessRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
 	})
 }
 
@@ -115,11 +117,13 @@ func recrawlStarts(ctx context.Context, c *magpie.Collector, store *sqlitestore.
 		}
 	}
 	for _, u := range st.order {
-		if due[u] {
-			continue // queued above: a second entry would be refused as visited
-		}
+		// MarkDue of a due page (queued above) only makes it a start URL,
+		// at depth 1 rather than where an earlier crawl found it.
 		if err := c.MarkDue(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)
+		}
+		if due[u] {
+			continue // queued above: a second entry would be refused as visited
 		}
 		if err := q.AddURL(u); err != nil {
 			return false, fmt.Errorf("--state: %w", err)

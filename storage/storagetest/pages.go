@@ -61,13 +61,14 @@ func samplePage(i int) storage.PageState {
 		Due:          base.Add(36 * time.Hour),
 		Interval:     36 * time.Hour,
 		Change:       uint8(i % 5),
+		Depth:        i%7 + 1,
 	}
 }
 
 func samePage(a, b storage.PageState) bool {
 	return a.URL == b.URL && a.Fetched.Equal(b.Fetched) && a.Status == b.Status && a.ETag == b.ETag &&
 		a.LastModified.Equal(b.LastModified) && a.Digest == b.Digest && a.Due.Equal(b.Due) &&
-		a.Interval == b.Interval && a.Change == b.Change
+		a.Interval == b.Interval && a.Change == b.Change && a.Depth == b.Depth
 }
 
 func mustPut(t *testing.T, p storage.PageStore, pages ...storage.Page) {
