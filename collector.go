@@ -129,6 +129,9 @@ type Collector struct {
 	// runtime.Goexit on it, for the engine's report (see safely).
 	goexits sync.Map
 
+	// budgets are the MaxRequestsPerHost counts (admit.go).
+	budgets hostBudgets
+
 	requestCount  atomic.Uint32
 	responseCount atomic.Uint32
 	nextID        atomic.Uint32
