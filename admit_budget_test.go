@@ -176,6 +176,19 @@ func TestMaxRequestsPerHost(t *testing.T) {
 			if got := c.Stats().Refused; got[magpie.RefusedHostBudget] != 15 || len(got) != 1 {
 				t.Errorf("Stats().Refused = %v, want only %s: 15", got, magpie.RefusedHostBudget)
 			}
+			// A refused link is not marked visited: a later crawl with a
+			// larger budget may take it.
+			for i, s := range sites {
+				for p := range 9 {
+					u := fmt.Sprintf("%s/p/%d", s.URL, p)
+					s.mu.Lock()
+					fetched := s.hits[fmt.Sprintf("/p/%d", p)] > 0
+					s.mu.Unlock()
+					if seen, err := c.HasVisited(u); err != nil || seen != fetched {
+						t.Errorf("host %d: HasVisited(/p/%d) = %v, %v; want %v (fetched: %v)", i, p, seen, err, fetched, fetched)
+					}
+				}
+			}
 		})
 	}
 }
@@ -295,6 +308,41 @@ func TestMaxRequestsPerHostConcurrent(t *testing.T) {
 	}
 	if got := c.Stats().Refused[magpie.RefusedHostBudget]; got != 193 {
 		t.Errorf("Stats().Refused[%s] = %d, want 193", magpie.RefusedHostBudget, got)
+	}
+}
+
+// Issue 39 point 3: a request refused as already visited gives back the
+// slot it took, and once a host's budget is spent a Visit to it is refused
+// for the budget, visited or not.
+func TestMaxRequestsPerHostVisited(t *testing.T) {
+	site := newBudgetSite(t, 0)
+	c := magpie.NewCollector(magpie.MaxRequestsPerHost(2))
+	for _, step := range []struct {
+		path string
+		want error // nil: fetched
+	}{
+		{"/a", nil},
+		{"/a", &magpie.AlreadyVisitedError{}},
+		{"/b", nil}, // the second slot: the refused /a gave its back
+		{"/c", magpie.ErrMaxRequestsPerHost},
+		{"/a", magpie.ErrMaxRequestsPerHost},
+	} {
+		err := c.Visit(site.URL + step.path)
+		var ok bool
+		switch want := step.want.(type) {
+		case nil:
+			ok = err == nil
+		case *magpie.AlreadyVisitedError:
+			_, ok = errors.AsType[*magpie.AlreadyVisitedError](err)
+		default:
+			ok = errors.Is(err, want)
+		}
+		if !ok {
+			t.Errorf("Visit(%s) error = %v, want %v", step.path, err, step.want)
+		}
+	}
+	if n := site.fetched(); n != 2 {
+		t.Errorf("the host served %d requests, want 2", n)
 	}
 }
 

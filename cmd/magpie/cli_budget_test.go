@@ -90,6 +90,44 @@ func TestCLIMaxPagesPerHost(t *testing.T) {
 	}
 }
 
+// Issue 39 point 3, as the README says: a resumed --state crawl counts
+// each host afresh. The first run stops after 2 requests (--max-pages), the
+// run resuming it takes 3 more of the host's pages (its budget) and skips
+// the rest; no page is fetched twice.
+func TestCLIMaxPagesPerHostResumed(t *testing.T) {
+	site := newLeafSite(t, 9)
+	state := filepath.Join(t.TempDir(), "crawl.db")
+	args := []string{"crawl", site.URL + "/", "--allow-loopback", "-q", "--state", state, "--max-pages-per-host", "3"}
+	if r := cli(t, "", append(args, "--max-pages", "2")...); r.code != 0 {
+		t.Fatalf("first run: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	site.mu.Lock()
+	first := len(site.hits)
+	site.mu.Unlock()
+	if first != 2 {
+		t.Fatalf("first run fetched %d pages, want 2", first)
+	}
+	r := cli(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("second run: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if items := jsonLines(t, r.stdout); len(items) != 3 {
+		t.Errorf("the resumed run wrote %d items, want 3", len(items))
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	fetched := 0
+	for p, n := range site.hits {
+		fetched += n
+		if n != 1 {
+			t.Errorf("%s fetched %d times", p, n)
+		}
+	}
+	if fetched != 5 {
+		t.Errorf("the two runs fetched %v, want 5 pages: 2, then 3 more", site.hits)
+	}
+}
+
 // Issue 39 point 3: a --max-pages-per-host below 0, or not a number, is a
 // usage error (exit 2) naming the flag, before any request.
 func TestCLIMaxPagesPerHostUsage(t *testing.T) {
