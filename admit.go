@@ -10,9 +10,11 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
 	"github.com/magpiecrawl/magpie/storage"
@@ -21,8 +23,8 @@ import (
 // Admission: every way a request enters a crawl, in one file. The verbs:
 //
 //   - build: newRequest (and newRequestURL) make the Request.
-//   - check: admit runs every check (URL, robots.txt, MaxRequests, the
-//     visited set); unadmit undoes it.
+//   - check: admit runs every check (URL, robots.txt, MaxRequests,
+//     MaxRequestsPerHost, the visited set); unadmit undoes it.
 //   - enqueue: enqueue puts an admitted request into the running crawl's
 //     frontier, starting a crawl if none runs.
 //
@@ -176,6 +178,9 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	noteCheck(c, checkKeyStep)
 	key := urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)
 	if cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests { // else admit says ErrMaxRequests first
+		if c.hostSpent(cfg, abs) {
+			return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{key: key, ua: ua}, ErrMaxRequestsPerHost)
+		}
 		if seen, err := st.IsVisited(key); err == nil && seen {
 			if heard {
 				return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
@@ -478,15 +483,16 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 }
 
 // admit runs every check a request must pass before it may wait in the
-// frontier. When it returns nil the request holds a MaxRequests slot and,
-// unless it bypasses the visited check, is marked visited.
+// frontier. When it returns nil the request holds a MaxRequests slot and
+// one of its host's MaxRequestsPerHost slots (when a budget applies to the
+// host) and, unless it bypasses the visited check, is marked visited.
 //
 // A request with deferMark set (a link found during a queue run) takes
-// neither: it is only checked against the visited set, and gets its slot and
-// its mark when its queue entry is leased. Marking at discovery would open a
-// window — mark written, entry not yet pushed — in which a crash loses the
-// page; marking at lease time leaves only duplicates in the queue, which the
-// lease refuses.
+// none: it is only checked against the visited set and a spent host
+// budget, and gets its slots and its mark when its queue entry is leased.
+// Marking at discovery would open a window — mark written, entry not yet
+// pushed — in which a crash loses the page; marking at lease time leaves
+// only duplicates in the queue, which the lease refuses.
 //
 // The checks knownLink ran on a link already (req.checked) are not run
 // again: their verdicts were that the link passes.
@@ -527,6 +533,11 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		req.visitKey = urlkey.Key(req.Method, req.URL, cfg.sortQuery, req.bodyBytes)
 	}
 	if req.entry.deferMark {
+		if c.hostSpent(cfg, req.URL) {
+			// Not stored only to be refused when leased: a crawl trap's
+			// links must not fill the queue.
+			return ErrMaxRequestsPerHost
+		}
 		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.
 			// A link batched with its page's other links is checked when
@@ -544,10 +555,14 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		}
 		return nil
 	}
-	// A redelivered queue entry took its slot on its first delivery.
+	// A redelivered queue entry took its slots on its first delivery.
 	slot := !req.entry.redelivered
 	if slot && !c.reserveSlot(cfg) {
 		return ErrMaxRequests
+	}
+	if slot && !c.reserveHost(cfg, req) {
+		c.releaseSlot()
+		return ErrMaxRequestsPerHost
 	}
 	if req.checkRevisit && !cfg.allowRevisit {
 		var added bool
@@ -567,6 +582,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		if err != nil {
 			if slot {
 				c.releaseSlot()
+				c.releaseHost(req)
 			}
 			return err
 		}
@@ -680,6 +696,101 @@ func (c *Collector) reserveSlot(cfg *config) bool {
 
 func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
 
+// hostBudgets counts the requests admitted to each host that has a
+// MaxRequestsPerHost budget: one entry per such host seen, for the
+// collector's life.
+type hostBudgets struct {
+	// mu guards n.
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// budgetKey is the host u's requests are counted under: host:port as
+// url.URL.Host has it (the politeness gate's key), lower-cased and without
+// the scheme's default port, so that a link written http://h:80/ is counted
+// with http://h/. "" for a URL without a host, to which limits do not
+// apply.
+func budgetKey(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	h := u.Host
+	switch {
+	case u.Scheme == "http" && strings.HasSuffix(h, ":80"):
+		h = h[:len(h)-3]
+	case u.Scheme == "https" && strings.HasSuffix(h, ":443"):
+		h = h[:len(h)-4]
+	}
+	if strings.ContainsFunc(h, unicode.IsUpper) {
+		h = strings.ToLower(h)
+	}
+	return h
+}
+
+// hostBudget is the budget of u's host, and the key it is counted under
+// (budgetKey): the first matching LimitRule's MaxRequestsPerHost, else the
+// collector's; 0 for none.
+func (c *Collector) hostBudget(cfg *config, u *url.URL) (limit int, key string) {
+	if cfg.maxPerHost <= 0 && !c.shared.limiter.HasBudgets() {
+		return 0, ""
+	}
+	key = budgetKey(u)
+	if key == "" {
+		return 0, ""
+	}
+	if n := c.shared.limiter.HostBudget(u.Host); n > 0 {
+		return n, key
+	}
+	return max(cfg.maxPerHost, 0), key
+}
+
+// hostSpent reports whether u's host has had all the requests its budget
+// allows.
+func (c *Collector) hostSpent(cfg *config, u *url.URL) bool {
+	limit, key := c.hostBudget(cfg, u)
+	if limit == 0 {
+		return false
+	}
+	b := &c.budgets
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n[key] >= limit
+}
+
+// reserveHost takes one of the budget slots of req's host, which req then
+// holds (hostSlot) until releaseHost; it reports false when none is left.
+// A host without a budget needs none.
+func (c *Collector) reserveHost(cfg *config, req *Request) bool {
+	limit, key := c.hostBudget(cfg, req.URL)
+	if limit == 0 {
+		return true
+	}
+	b := &c.budgets
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n[key] >= limit {
+		return false
+	}
+	if b.n == nil {
+		b.n = map[string]int{}
+	}
+	b.n[key]++
+	req.hostSlot = true
+	return true
+}
+
+// releaseHost gives back the budget slot req holds, if any.
+func (c *Collector) releaseHost(req *Request) {
+	if !req.hostSlot {
+		return
+	}
+	req.hostSlot = false
+	b := &c.budgets
+	b.mu.Lock()
+	b.n[budgetKey(req.URL)]--
+	b.mu.Unlock()
+}
+
 // markVisited adds key to the visited set in one atomic step and reports
 // whether this call added it.
 func (c *Collector) markVisited(ctx context.Context, key uint64) (bool, error) {
@@ -771,6 +882,7 @@ func (c *Collector) unadmit(req *Request) {
 		return // it took no slot and no mark
 	}
 	c.releaseSlot()
+	c.releaseHost(req)
 	c.forgetVisited(req)
 }
 

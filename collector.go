@@ -33,6 +33,9 @@ import (
 //	IgnoreCrawlDelay robots.txt Crawl-delay does not raise Delay
 //	AutoThrottle     adapt each host's delay to its latency
 //
+// MaxRequestsPerHost, when positive, is the budget of each matching host:
+// it overrides the MaxRequestsPerHost option for them.
+//
 // A host's robots.txt fetch is one of its requests: it takes its place in
 // the host's Delay and Parallelism. Set the fields before Limit and do not
 // change them afterwards.
@@ -128,6 +131,9 @@ type Collector struct {
 	// goexits maps a goroutine ID to the callback that called
 	// runtime.Goexit on it, for the engine's report (see safely).
 	goexits sync.Map
+
+	// budgets are the MaxRequestsPerHost counts (admit.go).
+	budgets hostBudgets
 
 	requestCount  atomic.Uint32
 	responseCount atomic.Uint32

@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
@@ -20,6 +21,9 @@ type settings struct {
 	logger *slog.Logger
 	// workers is Workers' n (0: the pool follows the limits).
 	workers int
+	// maxPerHost is MaxRequestsPerHost's n (0: no budget; < 0 refused
+	// when a crawl starts, see validate).
+	maxPerHost int
 	// maxParked is MaxParked's n (0: the default).
 	maxParked int
 	// queueLookahead is QueueLookahead's cap (0: the default).
@@ -131,6 +135,15 @@ func (c *Collector) snapshot() *config {
 		cfg.cache = &fileCache{dir: cfg.cacheDir, expiration: cfg.cacheExpiration}
 	}
 	return cfg
+}
+
+// validate returns the error of a setting an option took but a crawl
+// cannot run with; startRun calls it.
+func (cfg *config) validate() error {
+	if cfg.maxPerHost < 0 {
+		return fmt.Errorf("%w: MaxRequestsPerHost(%d)", ErrNegativeBudget, cfg.maxPerHost)
+	}
+	return nil
 }
 
 // normaliseDomains lowercases entries and drops ports, so that an entry

@@ -35,7 +35,7 @@
 // scheme, MaxDepth, DisallowedURLFilters, URLFilters, DisallowedDomains and
 // AllowedDomains, robots.txt (on by default, matched with the User-Agent
 // sent; its fetch is a request to the host that waits for the host's turn
-// under the LimitRules, like any other), MaxRequests (exact) and the visited check (one atomic step) are
+// under the LimitRules, like any other), MaxRequests and MaxRequestsPerHost (exact) and the visited check (one atomic step) are
 // applied. A refusal is returned to the caller, delivered to OnRefused and
 // counted in Stats().Refused by reason; OnError is only for requests that
 // were attempted and failed (a network error, an HTTP error status, a

@@ -90,6 +90,9 @@ const autoWorkerIdle = time.Second
 // It builds the run, starts the scheduler's stages, and spawns the run's
 // own goroutines (doc.go's Concurrency section names each).
 func (c *Collector) startRun(cfg *config, front frontier, workers int, queueMode bool) (*run, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	auto := workers <= 0
 	if auto {
 		workers = MaxWorkers

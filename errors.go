@@ -43,6 +43,14 @@ var (
 	ErrQueueFull = storage.ErrQueueFull
 	// ErrMaxRequests is returned when MaxRequests requests have already been admitted.
 	ErrMaxRequests = errors.New("Max Requests limit reached")
+	// ErrMaxRequestsPerHost is returned when a request's host has had its
+	// MaxRequestsPerHost requests admitted already.
+	ErrMaxRequestsPerHost = errors.New("Max requests per host limit reached")
+	// ErrNegativeBudget is returned (wrapped) when a per-host budget is
+	// below 0: by Limit for a LimitRule's MaxRequestsPerHost, and by the
+	// Visit or RunQueue that would start a crawl for the
+	// MaxRequestsPerHost option's.
+	ErrNegativeBudget = limits.ErrNegativeBudget
 	// ErrRetryBodyUnseekable is returned by Request.Retry when the body cannot be rewound.
 	ErrRetryBodyUnseekable = errors.New("Retry Body Unseekable")
 	// ErrDropItem is returned (wrapped or not) by an ItemProcessor to drop

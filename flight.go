@@ -83,6 +83,10 @@ type flightHost struct {
 	robotsWait time.Time
 	// robotsUA is the User-Agent robots.txt was checked for at admission.
 	robotsUA string
+	// hostSlot is set while the request holds one of its host's
+	// MaxRequestsPerHost slots that admission would give back (see
+	// Collector.reserveHost).
+	hostSlot bool
 }
 
 // flightSitemap is the sitemap concern.

@@ -42,6 +42,38 @@ func MaxRequests(n uint32) CollectorOption {
 	return func(c *Collector) { c.MaxRequests = n }
 }
 
+// MaxRequestsPerHost admits at most n requests to each host (host:port, as
+// the politeness gate keys hosts, without the scheme's default port: other
+// ports are other servers); later ones are refused with
+// ErrMaxRequestsPerHost (OnRefused, Stats().Refused["host_budget"]) and
+// not marked visited. n == 0 means no budget; n < 0 is an error: the Visit
+// or RunQueue that would start the crawl returns one wrapping
+// ErrNegativeBudget. A LimitRule's MaxRequestsPerHost overrides n for the
+// hosts the rule matches. So one large site or crawl trap cannot take the
+// whole of a crawl of many hosts.
+//
+// A host's requests are counted as MaxRequests counts, and the count is
+// as exact under concurrency: a request takes a slot of its host when it
+// is admitted (in a queue run, when its entry is leased), given back if it
+// is refused after all (already visited) or cannot be queued. Retries of a
+// RetryPolicy or BusyRetries, a queue entry delivered again and redirect
+// hops take none (a redirect counts for the host of the URL admitted);
+// Request.Retry takes one. Once a host's budget is spent, every further
+// request to it is refused so, visited or not, as with MaxRequests. A queue
+// run refuses a link to such a host when it is found, and an entry for it
+// when leased (acknowledged, not kept), and goes on with the other hosts,
+// where a spent MaxRequests ends the run.
+//
+// The counts are the collector's (a clone starts its own) and live in
+// memory, one small entry per host that has a budget, for the collector's
+// life. A crawl resumed in a new process from a durable store (sqlitestore,
+// redisstore) therefore gives each host its budget afresh: what the host's
+// earlier runs fetched is not fetched again (the visited set), but it may
+// take n more.
+func MaxRequestsPerHost(n int) CollectorOption {
+	return func(c *Collector) { c.maxPerHost = n }
+}
+
 // AllowedDomains restricts requests to these hostnames (the port is ignored;
 // an entry written as host:port also matches that hostname).
 func AllowedDomains(domains ...string) CollectorOption {

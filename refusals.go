@@ -7,7 +7,7 @@ import (
 
 // RefusedCallback is called with a request that was refused before it was
 // sent (domain, URL filter, depth, robots.txt, already visited, MaxRequests,
-// scheme, invalid URL, full queue, stopped crawl) and the typed error that
+// MaxRequestsPerHost, scheme, invalid URL, full queue, stopped crawl) and the typed error that
 // says why; Visit returns the same error.
 type RefusedCallback func(*Request, error)
 
@@ -27,6 +27,7 @@ const (
 	RefusedRobotsUnavailable = "robots_unavailable"
 	RefusedVisited           = "visited"
 	RefusedMaxRequests       = "max_requests"
+	RefusedHostBudget        = "host_budget"
 	RefusedScheme            = "scheme"
 	RefusedInvalidURL        = "invalid_url"
 	RefusedQueueFull         = "queue_full"
@@ -51,6 +52,7 @@ var refusalReasons = []struct {
 	{ErrRobotsTxtBlocked, RefusedRobots},
 	{ErrRobotsTxtUnavailable, RefusedRobotsUnavailable},
 	{ErrMaxRequests, RefusedMaxRequests},
+	{ErrMaxRequestsPerHost, RefusedHostBudget},
 	{ErrUnsupportedScheme, RefusedScheme},
 	{ErrInvalidURL, RefusedInvalidURL},
 	{ErrMissingURL, RefusedInvalidURL},
@@ -90,7 +92,7 @@ type refusalCounts struct {
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
 	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
-	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue}
+	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue, RefusedHostBudget}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

@@ -84,6 +84,9 @@
 //     its strikes and adapted delay.
 //   - A host no rule matches, with no Crawl-delay and no hold, costs O(1)
 //     and reads no clock and sets no timer on its way through the Gate.
+//   - Rule.MaxRequestsPerHost, a budget of requests per host, is kept here
+//     for the rule's hosts (Limiter.HostBudget) and applied by the caller
+//     (magpie counts and refuses at admission); the Gate ignores it.
 //
 // # Several processes
 //

@@ -11,6 +11,9 @@ var (
 	// Rule.Init and Limiter.Add when DomainGlob or DomainRegexp does not
 	// compile.
 	ErrBadPattern = errors.New("limits: bad domain pattern")
+	// ErrNegativeBudget is returned (wrapped, naming the value) by
+	// Limiter.Add when a Rule's MaxRequestsPerHost is below 0.
+	ErrNegativeBudget = errors.New("limits: MaxRequestsPerHost below 0")
 	// ErrClosed is returned by Gate.Put and Gate.Get after Gate.Close.
 	ErrClosed = errors.New("limits: gate closed")
 )

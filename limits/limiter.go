@@ -1,6 +1,8 @@
 package limits
 
 import (
+	"cmp"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +77,9 @@ type Limiter struct {
 	// nCrawl is len(crawl), read without the lock to skip the map when
 	// no host has a Crawl-delay.
 	nCrawl atomic.Int64
+	// nBudget counts the rules with a MaxRequestsPerHost, so that
+	// HostBudget skips the rules when none has one.
+	nBudget atomic.Int64
 	// shared is the external per-host state, nil for none.
 	shared atomic.Pointer[sharedCfg]
 
@@ -121,6 +126,7 @@ type entry struct {
 	auto        bool
 	target      float64
 	maxDelay    time.Duration
+	budget      int
 }
 
 // New returns a Limiter with no rules: every host is unlimited except for
@@ -141,7 +147,8 @@ func New(opts ...Option) *Limiter {
 }
 
 // Add appends rules; the first matching rule applies to a host. It checks
-// every rule first (ErrNoPattern, ErrBadPattern) and adds none if one fails.
+// every rule first (ErrNoPattern, ErrBadPattern, ErrNegativeBudget) and
+// adds none if one fails.
 // Rules added while a crawl runs apply to each host from its next request.
 func (l *Limiter) Add(rules ...*Rule) error {
 	es := make([]*entry, 0, len(rules))
@@ -153,6 +160,9 @@ func (l *Limiter) Add(rules ...*Rule) error {
 		if err != nil {
 			return err
 		}
+		if r.MaxRequestsPerHost < 0 {
+			return fmt.Errorf("%w: %d in the rule for %q", ErrNegativeBudget, r.MaxRequestsPerHost, cmp.Or(r.DomainGlob, r.DomainRegexp))
+		}
 		e := &entry{
 			m:           m,
 			delay:       max(r.Delay, 0),
@@ -161,6 +171,7 @@ func (l *Limiter) Add(rules ...*Rule) error {
 			total:       max(r.TotalParallelism, 0),
 			ignoreCrawl: r.IgnoreCrawlDelay,
 			perSlot:     r.DelayPerSlot,
+			budget:      r.MaxRequestsPerHost,
 		}
 		if a := r.AutoThrottle; a != nil && !r.DelayPerSlot {
 			e.auto = true
@@ -179,9 +190,32 @@ func (l *Limiter) Add(rules ...*Rule) error {
 	l.mu.Lock()
 	l.rules = append(l.rules, rules...)
 	l.entries = append(l.entries, es...)
+	for _, e := range es {
+		if e.budget > 0 {
+			l.nBudget.Add(1)
+		}
+	}
 	l.version.Add(1)
 	l.mu.Unlock()
 	return nil
+}
+
+// HasBudgets reports whether a rule sets MaxRequestsPerHost.
+func (l *Limiter) HasBudgets() bool { return l.nBudget.Load() > 0 }
+
+// HostBudget returns the MaxRequestsPerHost of the first rule that matches
+// host (host:port, as url.URL.Host), or 0 when that rule sets none or no
+// rule matches: the host then has the collector's budget. Without rules
+// that set one it costs an atomic load.
+func (l *Limiter) HostBudget(host string) int {
+	if l.nBudget.Load() == 0 {
+		return 0
+	}
+	e, _ := l.lookup(host)
+	if e == nil {
+		return 0
+	}
+	return e.budget
 }
 
 // Rules returns the rules in order, as added.

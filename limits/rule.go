@@ -60,6 +60,13 @@ type Rule struct {
 	DelayPerSlot bool
 	// AutoThrottle, when set, adapts each host's delay to its latency.
 	AutoThrottle *AutoThrottle
+	// MaxRequestsPerHost, when positive, is the budget of each matching
+	// host: the most requests a collector admits to it (magpie's
+	// MaxRequestsPerHost option, which this overrides for the hosts the
+	// rule matches, above or below it). 0 leaves the collector's budget;
+	// below 0, Add fails with ErrNegativeBudget. The Limiter only keeps
+	// the value (HostBudget): the collector counts and refuses.
+	MaxRequestsPerHost int
 
 	// mu guards m.
 	mu sync.Mutex
@@ -168,6 +175,8 @@ func (r *Rule) Clone() *Rule {
 		TotalParallelism: r.TotalParallelism,
 		IgnoreCrawlDelay: r.IgnoreCrawlDelay,
 		DelayPerSlot:     r.DelayPerSlot,
+
+		MaxRequestsPerHost: r.MaxRequestsPerHost,
 	}
 	if r.AutoThrottle != nil {
 		at := *r.AutoThrottle

@@ -28,6 +28,7 @@ import (
 // crawlFlags are the flags of magpie crawl.
 type crawlFlags struct {
 	depth, parallel, retries, maxPages int
+	maxPagesPerHost                    int
 	delay, timeout, maxDuration        time.Duration
 	out, format, follow, metrics       string
 	userAgent, proxy, scope, state     string
@@ -82,6 +83,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringArrayVar(&f.exclude, "exclude", nil, "never fetch a URL that matches this regexp (repeatable)")
 	fs.StringSliceVar(&f.excludeExt, "exclude-ext", nil, "never fetch URLs whose path ends in these extensions (comma-separated, e.g. gz,zip,pdf)")
 	fs.IntVar(&f.maxPages, "max-pages", 0, "stop after this many requests (0: no limit)")
+	fs.IntVar(&f.maxPagesPerHost, "max-pages-per-host", 0, "make at most this many requests to each host (host:port); its other links are skipped (0: no limit)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop the crawl after this long (e.g. 10m; 0: no limit)")
 	fs.IntVar(&f.parallel, "parallel", 4, "requests in flight per host")
 	fs.DurationVar(&f.delay, "delay", 0, "least time between two request starts to one host")
@@ -176,7 +178,8 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
 		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
-		maxPages: f.maxPages, excludeExt: f.excludeExt, scope: f.scope, noParent: f.noParent,
+		maxPages: f.maxPages, maxPagesPerHost: f.maxPagesPerHost, excludeExt: f.excludeExt, scope: f.scope,
+		noParent: f.noParent,
 		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),
@@ -229,6 +232,8 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	switch {
 	case f.depth < 0, f.maxPages < 0, f.retries < 0, f.parallel < 1:
 		return cfg, usagef("--depth, --max-pages and --retries must be >= 0, --parallel >= 1")
+	case f.maxPagesPerHost < 0:
+		return cfg, usagef("--max-pages-per-host must be >= 0")
 	case f.scope != "host" && f.scope != "domain" && f.scope != "subdomains":
 		return cfg, usagef("--scope %q: want host, domain or subdomains", f.scope)
 	}

@@ -40,6 +40,8 @@ type crawlConfig struct {
 	timeout   time.Duration // per request, body included; 0: no bound
 	retries   int           // extra tries after a failed one; 0: none
 	maxPages  int           // 0: no limit
+	// maxPagesPerHost bounds the requests to each host; 0: no limit.
+	maxPagesPerHost int
 	// include: followed links must match one (start URLs always pass);
 	// exclude and excludeExt refuse any URL, start URLs included.
 	include    []*regexp.Regexp
@@ -484,6 +486,9 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 	if cfg.maxPages > 0 {
 		opts = append(opts, magpie.MaxRequests(uint32(cfg.maxPages)))
 	}
+	if cfg.maxPagesPerHost > 0 {
+		opts = append(opts, magpie.MaxRequestsPerHost(cfg.maxPagesPerHost))
+	}
 	if cfg.ignoreRobots {
 		opts = append(opts, magpie.IgnoreRobotsTxt())
 	} else if cfg.sitemaps {
@@ -667,6 +672,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 	c.OnRefused(func(r *magpie.Request, err error) {
 		t.refused(err)
 		st.failedRequest(r, err)
+		fl.refused(r, err)
 	})
 }
 

@@ -289,6 +289,28 @@ func (fl *failures) write(f failure, label string) {
 	}
 }
 
+// refused names, with -v, a request refused because its host had the
+// requests --max-pages-per-host allows: a bound the user set, not a
+// failure, but a page not crawled that they may look for. Other refusals
+// (already visited, out of scope) are only counted.
+func (fl *failures) refused(r *magpie.Request, err error) {
+	if fl.verbose == nil || r == nil || r.URL == nil || !errors.Is(err, magpie.ErrMaxRequestsPerHost) {
+		return
+	}
+	var b strings.Builder
+	if fl.clear {
+		b.WriteString("\r\x1b[K")
+	}
+	fmt.Fprintf(&b, "skipped: over --max-pages-per-host: %s", r.URL.Redacted())
+	if from := r.ParentURL(); from != "" {
+		fmt.Fprintf(&b, " (from %s)", from)
+	}
+	b.WriteByte('\n')
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	_, _ = io.WriteString(fl.verbose, b.String())
+}
+
 // err returns the first error writing the --errors file.
 func (fl *failures) err() error {
 	fl.mu.Lock()

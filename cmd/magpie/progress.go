@@ -132,6 +132,8 @@ func skipKind(err error) string {
 		return "too deep (skipped)"
 	case errors.Is(err, magpie.ErrMaxRequests):
 		return "over --max-pages (skipped)"
+	case errors.Is(err, magpie.ErrMaxRequestsPerHost):
+		return "over --max-pages-per-host (skipped)"
 	case errors.Is(err, magpie.ErrUnsupportedScheme):
 		return "not http (skipped)"
 	case errors.Is(err, magpie.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
