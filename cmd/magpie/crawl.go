@@ -179,8 +179,7 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
 		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, maxPagesPerHost: f.maxPagesPerHost, excludeExt: f.excludeExt, scope: f.scope,
-		noParent: f.noParent,
-		ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
+		noParent: f.noParent, ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),
 	}
