@@ -60,6 +60,13 @@ type Rule struct {
 	DelayPerSlot bool
 	// AutoThrottle, when set, adapts each host's delay to its latency.
 	AutoThrottle *AutoThrottle
+	// PolitenessBy says which matching hosts share one slot, whose
+	// Parallelism, Delay, Crawl-delay, AutoThrottle and Retry-After or
+	// back-off they then share: each host:port (PolitenessHost), each
+	// registrable domain (PolitenessDomain) or each address the names
+	// resolve to (PolitenessIP). The zero value takes the Limiter's
+	// default, per host unless set. robots.txt stays per host.
+	PolitenessBy Politeness
 
 	// mu guards m.
 	mu sync.Mutex
@@ -75,11 +82,15 @@ type matcher struct {
 }
 
 // Init checks and compiles the rule's patterns. It returns ErrNoPattern when
-// neither is set and an error wrapping ErrBadPattern when one does not
-// compile. It is idempotent and recompiles only when a pattern changed.
+// neither is set, an error wrapping ErrBadPattern when one does not
+// compile, and one wrapping ErrBadPoliteness when PolitenessBy is not one
+// of the constants. It is idempotent and recompiles only when a pattern
+// changed.
 func (r *Rule) Init() error {
-	_, err := r.compiled()
-	return err
+	if _, err := r.compiled(); err != nil {
+		return err
+	}
+	return r.PolitenessBy.valid()
 }
 
 func (r *Rule) compiled() (*matcher, error) {
@@ -168,6 +179,7 @@ func (r *Rule) Clone() *Rule {
 		TotalParallelism: r.TotalParallelism,
 		IgnoreCrawlDelay: r.IgnoreCrawlDelay,
 		DelayPerSlot:     r.DelayPerSlot,
+		PolitenessBy:     r.PolitenessBy,
 	}
 	if r.AutoThrottle != nil {
 		at := *r.AutoThrottle
