@@ -83,6 +83,10 @@ type flightHost struct {
 	robotsWait time.Time
 	// robotsUA is the User-Agent robots.txt was checked for at admission.
 	robotsUA string
+	// unresolved is set when the gate could not key the host by its
+	// address (PolitenessIP): the lookup's error, which the fetch fails
+	// with.
+	unresolved error
 }
 
 // flightSitemap is the sitemap concern.
