@@ -243,9 +243,6 @@ func (g *Gate[T]) start(h *host[T], c *clock, gap time.Duration) *Ticket {
 		h.grp.inflight++
 	}
 	t := &Ticket{g: g, h: h, grp: h.grp}
-	if h.joint != nil {
-		t.addr = h.joint.addr
-	}
 	if h.perSlot() {
 		t.slotGap = h.slotGap()
 	}
@@ -587,6 +584,7 @@ func (g *Gate[T]) Stats() Stats {
 type releaser interface {
 	release(*Ticket, Result)
 	sent(*Ticket, time.Time)
+	addr(*Ticket) netip.Addr
 }
 
 // Ticket is a started request's claim on its host; call Done once the
@@ -609,8 +607,6 @@ type Ticket struct {
 	serial bool
 	// slotGap is how long a DelayPerSlot host's slot waits after Done.
 	slotGap time.Duration
-	// addr is the address the host was keyed by (PolitenessIP), if any.
-	addr netip.Addr
 	// free releases the Shared slot, if the start took one.
 	free     func()
 	freeOnce sync.Once
@@ -644,10 +640,19 @@ func (t *Ticket) Sent(at time.Time) {
 // reaches the server whose slot it took (a second lookup could answer
 // otherwise); the zero Addr for any other key.
 func (t *Ticket) Addr() netip.Addr {
-	if t == nil {
+	if t == nil || t.g == nil {
 		return netip.Addr{}
 	}
-	return t.addr
+	return t.g.addr(t)
+}
+
+// addr implements releaser. A host's joint never changes once the host is
+// made, before any Ticket for it, so no lock is needed.
+func (g *Gate[T]) addr(t *Ticket) netip.Addr {
+	if j := t.h.(*host[T]).joint; j != nil {
+		return j.addr
+	}
+	return netip.Addr{}
 }
 
 // HasGap reports whether the request's host had a gap (a delay) at its
