@@ -331,7 +331,7 @@ func TestPolitenessByIPDialsKeyedAddress(t *testing.T) {
 			return d.DialContext(ctx, network, addr)
 		}}
 		defer tr.CloseIdleConnections()
-		c := NewCollector(IgnoreRobotsTxt(), Resolver(res))
+		c := NewCollector(Resolver(res)) // robots.txt too goes to the address
 		c.WithTransport(tr)
 		if err := c.Limit(&LimitRule{DomainGlob: "*", PolitenessBy: limits.PolitenessIP}); err != nil {
 			t.Fatal(err)
@@ -341,8 +341,9 @@ func TestPolitenessByIPDialsKeyedAddress(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if want := fmt.Sprintf("127.0.0.1:%d", port); len(dialled) != 1 || dialled[0] != want {
-			t.Errorf("the user's dialer was given %v, want [%s]", dialled, want)
+		want := fmt.Sprintf("127.0.0.1:%d", port)
+		if len(dialled) == 0 || slices.ContainsFunc(dialled, func(a string) bool { return a != want }) {
+			t.Errorf("the user's dialer was given %v, want only %s", dialled, want)
 		}
 	})
 	t.Run("guard refuses the keyed address", func(t *testing.T) {
