@@ -32,6 +32,8 @@ import (
 //	TotalParallelism most requests in flight to all matching hosts together
 //	IgnoreCrawlDelay robots.txt Crawl-delay does not raise Delay
 //	AutoThrottle     adapt each host's delay to its latency
+//	PolitenessBy     which hosts share all of the above: each host:port (default), each
+//	                 registrable domain, or each address the names resolve to (see PolitenessBy)
 //
 // MaxRequestsPerHost, when positive, is the budget of each matching host:
 // it overrides the MaxRequestsPerHost option for them.
@@ -210,7 +212,10 @@ func (c *Collector) Clone() *Collector {
 	return n
 }
 
-// Limit adds a politeness rule; the rules are shared with clones.
+// Limit adds a politeness rule; the rules are shared with clones. It
+// returns ErrNoPattern for a rule with no pattern, an error wrapping
+// limits.ErrBadPattern for one that does not compile, and one wrapping
+// limits.ErrBadPoliteness for a PolitenessBy that is not a limits constant.
 //
 // In a queue run (queue.Queue.Run, RunQueue) the queue's thread count is
 // the crawl's download concurrency, and a rule's Parallelism caps each host
@@ -220,10 +225,16 @@ func (c *Collector) Clone() *Collector {
 // resumes passes one store to both SetStorage (the visited set and cookies)
 // and queue.New (the queue): sqlitestore and redisstore serve both, so the
 // visited set is kept with the queue.
-func (c *Collector) Limit(rule *LimitRule) error { return c.shared.limiter.Add(rule) }
+func (c *Collector) Limit(rule *LimitRule) error { return c.Limits([]*LimitRule{rule}) }
 
 // Limits adds several politeness rules, all or none.
-func (c *Collector) Limits(rules []*LimitRule) error { return c.shared.limiter.Add(rules...) }
+func (c *Collector) Limits(rules []*LimitRule) error {
+	if err := c.shared.limiter.Add(rules...); err != nil {
+		return err
+	}
+	c.pinRules(rules...)
+	return nil
+}
 
 // SetStorage replaces the visited set and cookie store (shared with clones)
 // after calling its Init. Cookies then live in s.

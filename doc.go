@@ -84,6 +84,7 @@
 //	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
 //	             frontier_faults.go, outage.go   storage failures of a queue run
 //	gate         limits/            per-host turns (LimitRule), the gate requests wait in
+//	             politeness.go      PolitenessBy and Resolver; a connection pinned to the address the gate keyed
 //	download     fetch.go           the download stage as named steps, and run.download
 //	             http_backend.go    the HTTP client: cookies, proxy, redirect policy, one round trip
 //	             http_backend_unix.go, http_backend_other.go   the open-file limit that sizes the idle pool
@@ -111,7 +112,9 @@
 // itself, and run.shutdown waits for all of them:
 //
 //   - the feeder (run.feed, spawned by startRun) moves requests from the
-//     frontier to the gate; it alone leases from a queue frontier and owns
+//     frontier to the gate (looking a name up first for a host keyed by
+//     address; one that does not resolve goes to a download worker at once,
+//     to fail there); it alone leases from a queue frontier and owns
 //     the frontier state marked feeder-only. A callback that ends it with
 //     runtime.Goexit while a lease is refused makes it spawn its successor.
 //   - the dispatcher (run.dispatch, spawned by startRun) takes a download

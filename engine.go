@@ -231,7 +231,15 @@ func (r *run) feedLoop() {
 			return
 		}
 		req.run = r
-		if err := r.gate.Put(r.feedCtx, req.URL.Host, req); err != nil {
+		req.unresolved = nil
+		err = r.gate.Put(r.feedCtx, req.URL.Host, req)
+		if errors.Is(err, limits.ErrResolve) && r.feedCtx.Err() == nil {
+			if !r.startUnresolved(req, err) {
+				return
+			}
+			continue
+		}
+		if err != nil {
 			r.dropUnstarted(req)
 			return
 		}
@@ -252,19 +260,50 @@ func (r *run) dispatch() {
 		if err != nil {
 			return
 		}
-		req.ticket = ticket
 		if paced != nil {
 			paced.started(req.URL.Host)
 		}
-		r.busyMu.Lock()
-		r.busy++
-		r.busyMu.Unlock()
-		if err := r.sched.Submit(r.feedCtx, req); err != nil {
-			ticket.Done(limits.Result{Err: err})
-			r.finish(req, notStartedErr(req))
+		if !r.submit(req, ticket) {
 			return
 		}
 	}
+}
+
+// submit hands req, which holds ticket and a download token, to the
+// scheduler. It reports false when the run is stopping: req is then
+// finished as never started.
+func (r *run) submit(req *Request, ticket *limits.Ticket) bool {
+	req.ticket = ticket
+	r.busyMu.Lock()
+	r.busy++
+	r.busyMu.Unlock()
+	if err := r.sched.Submit(r.feedCtx, req); err != nil {
+		ticket.Done(limits.Result{Err: err})
+		r.finish(req, notStartedErr(req))
+		return false
+	}
+	return true
+}
+
+// startUnresolved hands req to a download worker outside the gate: its
+// host is keyed by PolitenessIP and its name did not resolve (err), so it
+// has no slot to wait in, and no key of unknowns takes it. Its fetch runs
+// OnRequest and fails with err (fetch.go, unresolved), to OnError, as a
+// failed dial does. It reports false when the run is stopping.
+func (r *run) startUnresolved(req *Request, err error) bool {
+	req.unresolved = err
+	if p, ok := r.front.(pacedFrontier); ok {
+		// It leaves the frontier's count of requests out, as one the
+		// gate lets start does (dispatch).
+		p.started(req.URL.Host)
+	}
+	select {
+	case r.tokens <- struct{}{}:
+	case <-r.feedCtx.Done():
+		r.dropUnstarted(req)
+		return false
+	}
+	return r.submit(req, nil)
 }
 
 // settled counts one request handed to the scheduler as done with.

@@ -33,6 +33,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	case x.robotsForAgent(): // the User-Agent OnRequest left
 	case x.fromCache(): // CacheDir hit
 	case x.onRequestHeaders(): // OnRequestHeaders; Abort fails the request
+	case x.unresolvedHost(): // PolitenessIP found no address for the host
 	case x.checkHead(): // CheckHead: a HEAD first
 	default:
 		x.send() // HTTP or the Fetcher, headers, body, cache
@@ -188,6 +189,17 @@ func (x *exchange) onRequestHeaders() bool {
 		return x.fail(ErrAbortedBeforeRequest)
 	}
 	return false
+}
+
+// unresolvedHost fails a request whose host the gate keys by address
+// (PolitenessIP) and whose name did not resolve, with the lookup's error (a
+// *net.DNSError), as the dial would have failed: it is sent nowhere, and no
+// second lookup can send it to a server that no slot spaced.
+func (x *exchange) unresolvedHost() bool {
+	if x.req.unresolved == nil {
+		return false
+	}
+	return x.fail(x.req.unresolved)
 }
 
 // checkHead sends a HEAD before a GET (CheckHead) and runs its callbacks.

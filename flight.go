@@ -87,6 +87,10 @@ type flightHost struct {
 	// MaxRequestsPerHost slots that admission would give back (see
 	// Collector.reserveHost).
 	hostSlot bool
+	// unresolved is set when the gate could not key the host by its
+	// address (PolitenessIP): the lookup's error, which the fetch fails
+	// with.
+	unresolved error
 }
 
 // flightSitemap is the sitemap concern.

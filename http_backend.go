@@ -45,6 +45,10 @@ type httpBackend struct {
 	// archiver, when set by WithArchiver, receives every exchange (guarded
 	// by mu); the transport is wrapped to record them (see applyGuard).
 	archiver Archiver
+	// pin, set once a host may be keyed by address (PolitenessIP), makes
+	// the transport's dials go to the address keyed (guarded by mu; see
+	// pinTransport).
+	pin bool
 	// schemes caches, for the current client, whether its transport serves
 	// a scheme other than http and https (guarded by mu; reset by update).
 	schemes map[string]bool
@@ -171,10 +175,10 @@ func (b *httpBackend) setGuard(g *netGuard) {
 	b.applyGuard()
 }
 
-// applyGuard puts the guard, then the archive recording, on the client's
-// transport if they are not there yet; called under mu.
+// applyGuard puts the guard, the dial pin, then the archive recording, on
+// the client's transport if they are not there yet; called under mu.
 func (b *httpBackend) applyGuard() {
-	if (b.guard == nil && b.archiver == nil) || (b.guarded != nil && b.client.Transport == b.guarded) {
+	if (b.guard == nil && b.archiver == nil && !b.pin) || (b.guarded != nil && b.client.Transport == b.guarded) {
 		return
 	}
 	rt := b.client.Transport
@@ -189,6 +193,16 @@ func (b *httpBackend) applyGuard() {
 	}
 	if b.guard != nil {
 		t = b.guard.guard(t, t == b.own)
+	}
+	if b.pin {
+		// A clone, since t may be in use: magpie's own one stays its own.
+		if old := b.own; t == old {
+			t = pinTransport(t)
+			b.own = t
+			old.CloseIdleConnections()
+		} else {
+			t = pinTransport(t)
+		}
 	}
 	if b.archiver != nil {
 		t = archiveTransport(t)
@@ -467,6 +481,8 @@ type sendContext struct {
 	// proxyURL is the box a ProxyFunc reports the proxy it chose in.
 	proxyURL     string
 	checkRevisit bool
+	// pin is where the request's host was keyed in the gate, if by address.
+	pin dialPin
 }
 
 func (s *sendContext) Value(key any) any {
@@ -477,6 +493,10 @@ func (s *sendContext) Value(key any) any {
 		return &s.proxyURL
 	case CheckRevisitKey:
 		return s.checkRevisit
+	case dialPinKey{}:
+		if s.pin.addr.IsValid() {
+			return s.pin
+		}
 	}
 	return s.Context.Value(key)
 }
@@ -516,6 +536,7 @@ func (c *Collector) roundTrip(ctx context.Context, cfg *config, req *Request, me
 		body = req.Body
 	}
 	sc := &sendContext{Context: ctx, st: fetchState{c: c, cfg: cfg, req: req}, checkRevisit: req.checkRevisit && !cfg.allowRevisit}
+	sc.pin, _ = pinOf(req.URL, req.ticket)
 	hreq, err := http.NewRequestWithContext(sc, method, req.URL.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
@@ -622,6 +643,9 @@ func (c *Collector) fetchRobots(ctx context.Context, u *url.URL) (status int, bo
 	}
 	c.counts.robots.Add(1)
 	ctx = context.WithValue(ctx, robotsFetchKey{}, c.config())
+	if pin, ok := pinOf(u, t); ok {
+		ctx = context.WithValue(ctx, dialPinKey{}, pin)
+	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return 0, nil, err

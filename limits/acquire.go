@@ -9,9 +9,9 @@ import (
 // acquirer is an open Gate, without its type parameter, as the Limiter
 // keeps it for Acquire.
 type acquirer interface {
-	// has reports whether the Gate keeps state for host key.
+	// has reports whether the Gate keeps state for key.
 	has(key string) bool
-	acquire(ctx context.Context, key string) (*Ticket, error)
+	acquire(ctx context.Context, k slotKey, host string) (*Ticket, error)
 }
 
 // register adds g to the open Gates Acquire may use.
@@ -28,10 +28,12 @@ func (l *Limiter) unregister(g acquirer) {
 	l.gates = slices.DeleteFunc(l.gates, func(o acquirer) bool { return o == g })
 }
 
-// Acquire waits until host key (host:port) may start a request that does not
+// Acquire waits until host (host:port) may start a request that does not
 // go through a Gate's Put and Get, such as its robots.txt fetch, and starts
 // it: the request takes its place in the host's Delay, RandomDelay,
-// Crawl-delay, hold and Parallelism like any other. The caller reports
+// Crawl-delay, hold and Parallelism like any other, in the slot its
+// Politeness keys it to (so under PolitenessIP it may look the name up
+// first, and fails with an error wrapping ErrResolve when that fails). The caller reports
 // Ticket.Sent when the request reaches the server, and must call Ticket.Done
 // when it ends.
 //
@@ -42,14 +44,18 @@ func (l *Limiter) unregister(g acquirer) {
 // stays with the Limiter for the next Gate. Shared (several processes) is
 // not asked: such a start is spaced within this process only. Acquire
 // returns ctx.Err() when ctx ends first.
-func (l *Limiter) Acquire(ctx context.Context, key string) (*Ticket, error) {
+func (l *Limiter) Acquire(ctx context.Context, host string) (*Ticket, error) {
+	k, err := l.keyOf(ctx, host)
+	if err != nil {
+		return nil, err
+	}
 	for {
 		l.gatesMu.Lock()
 		gates := slices.Clone(l.gates)
 		l.gatesMu.Unlock()
 		var g acquirer
 		for i := len(gates) - 1; i >= 0; i-- {
-			if gates[i].has(key) {
+			if gates[i].has(k.key) {
 				g = gates[i]
 				break
 			}
@@ -60,7 +66,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string) (*Ticket, error) {
 		if g == nil {
 			own := NewGate[struct{}](l, 1)
 			own.SetAwaitSent(true)
-			t, err := own.acquire(ctx, key)
+			t, err := own.acquire(ctx, k, host)
 			if err != nil {
 				own.Close()
 				return nil, err
@@ -68,7 +74,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string) (*Ticket, error) {
 			t.end = func() { own.Close() }
 			return t, nil
 		}
-		t, err := g.acquire(ctx, key)
+		t, err := g.acquire(ctx, k, host)
 		if err == ErrClosed {
 			continue // that Gate closed meanwhile: pick again
 		}
@@ -85,8 +91,8 @@ func (g *Gate[T]) has(key string) bool {
 }
 
 // acquire implements acquirer: it waits, as Get does for a parked item,
-// until host key may start, and starts a request to it.
-func (g *Gate[T]) acquire(ctx context.Context, key string) (*Ticket, error) {
+// until the slot of k, host's, may start, and starts a request to it.
+func (g *Gate[T]) acquire(ctx context.Context, k slotKey, host string) (*Ticket, error) {
 	g.mu.Lock()
 	g.init()
 	for {
@@ -101,10 +107,10 @@ func (g *Gate[T]) acquire(ctx context.Context, key string) (*Ticket, error) {
 		c := g.clock()
 		// Looked up each time: an idle host may have been evicted while
 		// this call waited, and a new one made by Put.
-		h := g.hostFor(key, c)
+		h := g.hostFor(k, host, c)
 		if !h.asking {
 			g.place(h, c) // refreshes its rule when the rules changed
-			h.crawl = g.lim.crawlDelay(h.key)
+			h.crawl = g.crawlOf(h)
 			if g.startableNow(h, c) {
 				t := g.start(h, c, h.gap())
 				g.mu.Unlock()
@@ -118,19 +124,54 @@ func (g *Gate[T]) acquire(ctx context.Context, key string) (*Ticket, error) {
 	}
 }
 
-// hostFor returns the Gate's state for key, making it (with what the
-// Limiter remembers of the host) if there is none; called under mu.
-func (g *Gate[T]) hostFor(key string, c *clock) *host[T] {
-	h := g.hosts[key]
+// hostFor returns the Gate's state for the slot k, making it (with what the
+// Limiter remembers of it) if there is none, with member among its hosts;
+// called under mu.
+func (g *Gate[T]) hostFor(k slotKey, member string, c *clock) *host[T] {
+	h := g.hosts[k.key]
 	if h == nil {
+		// New hosts are how the map grows, so sweep idle ones here.
 		g.evict(c)
-		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
+		h = &host[T]{key: k.key, idx: -1}
 		recall(g.lim, h)
-		h.ent, h.ver = g.lim.lookup(key)
+		if k.joint {
+			h.joint = &joint{addr: k.addr}
+			h.ent, h.ver = k.ent, g.lim.version.Load()
+		} else {
+			h.crawl = g.lim.crawlDelay(k.key)
+			h.ent, h.ver = g.lim.lookup(k.key)
+		}
 		h.grp = g.groupFor(h.ent)
-		g.hosts[key] = h
+		g.hosts[k.key] = h
+	}
+	if j := h.joint; j != nil {
+		if _, ok := j.members[member]; !ok {
+			if j.members == nil {
+				j.members = make(map[string]struct{})
+			}
+			j.members[member] = struct{}{}
+			h.crawl = g.crawlOf(h)
+		}
 	}
 	return h
+}
+
+// crawlOf is h's robots.txt Crawl-delay: its host's, or for a joint slot
+// the longest of its hosts', so that the server they share is spaced as
+// the most demanding of them asked; called under mu.
+func (g *Gate[T]) crawlOf(h *host[T]) time.Duration {
+	j := h.joint
+	if j == nil {
+		return g.lim.crawlDelay(h.key)
+	}
+	if g.lim.nCrawl.Load() == 0 {
+		return 0
+	}
+	if v := g.lim.crawlVer.Load(); j.crawlVer != v || j.crawlN != len(j.members) {
+		j.crawl = g.lim.longestCrawlDelay(j.members)
+		j.crawlVer, j.crawlN = v, len(j.members)
+	}
+	return j.crawl
 }
 
 // startableNow reports whether h may start a request now, wherever it is

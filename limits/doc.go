@@ -34,6 +34,18 @@
 //     host:port, so DomainGlob "127.0.0.1" matches "127.0.0.1:8080" (Colly
 //     matches host:port only and misses it) and "127.0.0.1:8080" matches
 //     that port only.
+//   - Politeness (Rule.PolitenessBy, or the Limiter's default set with
+//     SetPoliteness) may key hosts by registrable domain (PolitenessDomain)
+//     or by the address their name resolves to (PolitenessIP) instead, as
+//     BUbiNG is polite per host and per IP address: all hosts on one key
+//     share one slot, its Parallelism, Delay and RandomDelay, Crawl-delay
+//     (the longest of their robots.txt files'), AutoThrottle delay and
+//     Retry-After or back-off hold. Hosts matched by different rules keep
+//     a slot per rule. A name keyed by address is looked up when its
+//     request is Put (or Acquired), through a bounded cache with a TTL
+//     (SetResolver); Ticket.Addr says which address was keyed, and a name
+//     that does not resolve is an error (ErrResolve), never a slot of
+//     unknowns. The default keys by host and looks nothing up.
 //   - Globs are compiled like Colly's, without separators: '*' crosses dots,
 //     so "*.example.com" matches "a.b.example.com" (but not "example.com").
 //   - The first matching rule in insertion order applies; no match means no

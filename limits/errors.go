@@ -16,4 +16,12 @@ var (
 	ErrNegativeBudget = errors.New("limits: MaxRequestsPerHost below 0")
 	// ErrClosed is returned by Gate.Put and Gate.Get after Gate.Close.
 	ErrClosed = errors.New("limits: gate closed")
+	// ErrBadPoliteness is returned (wrapped, with the value) by
+	// Limiter.Add, Rule.Init, SetPoliteness and ParsePoliteness for a
+	// Politeness that is not one of the constants.
+	ErrBadPoliteness = errors.New("limits: unknown politeness")
+	// ErrResolve is returned (wrapped, with the name and a *net.DNSError)
+	// by Gate.Put and Limiter.Acquire when a host keyed by PolitenessIP
+	// does not resolve.
+	ErrResolve = errors.New("limits: politeness by IP found no address")
 )

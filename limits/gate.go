@@ -3,6 +3,7 @@ package limits
 import (
 	"cmp"
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -104,12 +105,25 @@ func (g *Gate[T]) init() {
 	g.groups = make(map[*entry]*group[T])
 }
 
-// Put parks v for the host key (host:port, as in url.URL.Host). It blocks
-// while the gate is full, and returns ctx.Err() or ErrClosed when it gives
-// up (v is then not parked).
-func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
+// Put parks v, a request to host (host:port, as in url.URL.Host), in the
+// slot of host's politeness key: host itself by default, its domain or its
+// address when the Politeness of its rule (or the Limiter's default) says
+// so, which under PolitenessIP may look its name up first (outside the
+// Gate's lock). It blocks while the gate is full, and returns ctx.Err(),
+// ErrClosed, or for a name PolitenessIP cannot resolve an error wrapping
+// ErrResolve, when it gives up (v is then not parked).
+func (g *Gate[T]) Put(ctx context.Context, host string, v T) error {
 	g.mu.Lock()
 	g.init()
+	k := slotKey{key: host}
+	if lim := g.lim; lim.keying() {
+		g.mu.Unlock()
+		var err error
+		if k, err = lim.keyOf(ctx, host); err != nil {
+			return err
+		}
+		g.mu.Lock()
+	}
 	for g.parked >= g.room() && !g.closed {
 		if g.putWake == nil {
 			g.putWake = make(chan struct{})
@@ -129,16 +143,7 @@ func (g *Gate[T]) Put(ctx context.Context, key string, v T) error {
 		return ErrClosed
 	}
 	c := g.clock()
-	h := g.hosts[key]
-	if h == nil {
-		// New hosts are how the map grows, so sweep idle ones here.
-		g.evict(c)
-		h = &host[T]{key: key, idx: -1, crawl: g.lim.crawlDelay(key)}
-		recall(g.lim, h)
-		h.ent, h.ver = g.lim.lookup(key)
-		h.grp = g.groupFor(h.ent)
-		g.hosts[key] = h
-	}
+	h := g.hostFor(k, host, c)
 	if h.q.len() == 0 {
 		g.queued++
 		// The room grew: another Put waiting for it may go on.
@@ -185,7 +190,7 @@ scan:
 				g.place(h, c)
 				continue
 			}
-			h.crawl = g.lim.crawlDelay(h.key)
+			h.crawl = g.crawlOf(h)
 			gap := h.gap()
 			if cfg := g.lim.shared.Load(); cfg != nil && h.needsShared(gap) {
 				v, t, ok, err := g.ask(ctx, h, cfg, gap)
@@ -385,7 +390,13 @@ func (g *Gate[T]) place(h *host[T], c *clock) {
 		return // ask files it when Shared has answered
 	}
 	if v := g.lim.version.Load(); h.ver != v {
-		h.ent, h.ver = g.lim.lookup(h.key)
+		if h.joint == nil {
+			h.ent, h.ver = g.lim.lookup(h.key)
+		} else {
+			// A joint key names its rule (jointKey): rules added later
+			// apply to the hosts' next keys, not to this slot.
+			h.ver = v
+		}
 		h.grp = g.groupFor(h.ent)
 	}
 	switch {
@@ -573,6 +584,7 @@ func (g *Gate[T]) Stats() Stats {
 type releaser interface {
 	release(*Ticket, Result)
 	sent(*Ticket, time.Time)
+	addr(*Ticket) netip.Addr
 }
 
 // Ticket is a started request's claim on its host; call Done once the
@@ -621,6 +633,26 @@ func (t *Ticket) Sent(at time.Time) {
 		return
 	}
 	t.g.sent(t, at)
+}
+
+// Addr returns the address the request's host was keyed by under
+// PolitenessIP, which the caller should connect to, so that the request
+// reaches the server whose slot it took (a second lookup could answer
+// otherwise); the zero Addr for any other key.
+func (t *Ticket) Addr() netip.Addr {
+	if t == nil || t.g == nil {
+		return netip.Addr{}
+	}
+	return t.g.addr(t)
+}
+
+// addr implements releaser. A host's joint never changes once the host is
+// made, before any Ticket for it, so no lock is needed.
+func (g *Gate[T]) addr(t *Ticket) netip.Addr {
+	if j := t.h.(*host[T]).joint; j != nil {
+		return j.addr
+	}
+	return netip.Addr{}
 }
 
 // HasGap reports whether the request's host had a gap (a delay) at its

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -17,7 +18,8 @@ const (
 	inIdle               // nothing parked, nothing in flight: evictable
 )
 
-// host is the scheduling state of one host:port inside a Gate.
+// host is the scheduling state of one slot inside a Gate: a host:port, or
+// a domain or address that several hosts share (joint).
 type host[T any] struct {
 	key string
 	q   fifo[item[T]]
@@ -55,6 +57,26 @@ type host[T any] struct {
 	prev, next *host[T] // links in the ready, group or idle list
 	idx        int      // index in the timed heap
 	idleSince  time.Time
+
+	// joint is set when the key is a domain or an address that several
+	// hosts may share (see Politeness); nil for a host keyed by itself.
+	joint *joint
+}
+
+// joint is what a slot that several hosts share keeps besides the state
+// of a host.
+type joint struct {
+	// addr is the address keyed by PolitenessIP, the zero Addr for a
+	// domain.
+	addr netip.Addr
+	// members are the hosts whose requests entered the slot since it was
+	// made, for their Crawl-delays.
+	members map[string]struct{}
+	// crawl is the longest Crawl-delay of members, as of the Limiter's
+	// crawlVer and the number of members below.
+	crawl    time.Duration
+	crawlVer uint64
+	crawlN   int
 }
 
 // group is the shared TotalParallelism cap of one rule.

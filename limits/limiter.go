@@ -82,6 +82,15 @@ type Limiter struct {
 	nBudget atomic.Int64
 	// shared is the external per-host state, nil for none.
 	shared atomic.Pointer[sharedCfg]
+	// by is the default Politeness; ruleKeys is set once a rule keys its
+	// hosts by domain or address (see keying).
+	by       atomic.Uint32
+	ruleKeys atomic.Bool
+	// dns resolves names for PolitenessIP; nil until first needed.
+	dns atomic.Pointer[dnsCache]
+	// crawlVer changes whenever a Crawl-delay does, so that a slot shared
+	// by several hosts knows when to look at theirs again.
+	crawlVer atomic.Uint64
 
 	// mu guards rules, entries and crawl.
 	mu      sync.RWMutex
@@ -127,6 +136,9 @@ type entry struct {
 	target      float64
 	maxDelay    time.Duration
 	budget      int
+	by          Politeness
+	// pos is the rule's position among the Limiter's rules, from 1.
+	pos int
 }
 
 // New returns a Limiter with no rules: every host is unlimited except for
@@ -147,9 +159,9 @@ func New(opts ...Option) *Limiter {
 }
 
 // Add appends rules; the first matching rule applies to a host. It checks
-// every rule first (ErrNoPattern, ErrBadPattern, ErrNegativeBudget) and
-// adds none if one fails.
-// Rules added while a crawl runs apply to each host from its next request.
+// every rule first (ErrNoPattern, ErrBadPattern, ErrNegativeBudget,
+// ErrBadPoliteness) and adds none if one fails. Rules added while a crawl
+// runs apply to each host from its next request.
 func (l *Limiter) Add(rules ...*Rule) error {
 	es := make([]*entry, 0, len(rules))
 	for _, r := range rules {
@@ -163,6 +175,9 @@ func (l *Limiter) Add(rules ...*Rule) error {
 		if r.MaxRequestsPerHost < 0 {
 			return fmt.Errorf("%w: %d in the rule for %q", ErrNegativeBudget, r.MaxRequestsPerHost, cmp.Or(r.DomainGlob, r.DomainRegexp))
 		}
+		if err := r.PolitenessBy.valid(); err != nil {
+			return err
+		}
 		e := &entry{
 			m:           m,
 			delay:       max(r.Delay, 0),
@@ -172,6 +187,7 @@ func (l *Limiter) Add(rules ...*Rule) error {
 			ignoreCrawl: r.IgnoreCrawlDelay,
 			perSlot:     r.DelayPerSlot,
 			budget:      r.MaxRequestsPerHost,
+			by:          r.PolitenessBy,
 		}
 		if a := r.AutoThrottle; a != nil && !r.DelayPerSlot {
 			e.auto = true
@@ -188,6 +204,12 @@ func (l *Limiter) Add(rules ...*Rule) error {
 		es = append(es, e)
 	}
 	l.mu.Lock()
+	for i, e := range es {
+		e.pos = len(l.entries) + i + 1
+		if e.by == PolitenessDomain || e.by == PolitenessIP {
+			l.ruleKeys.Store(true)
+		}
+	}
 	l.rules = append(l.rules, rules...)
 	l.entries = append(l.entries, es...)
 	for _, e := range es {
@@ -246,6 +268,7 @@ func (l *Limiter) SetCrawlDelay(host string, d time.Duration) {
 		l.crawl[host] = d
 	}
 	l.nCrawl.Store(int64(len(l.crawl)))
+	l.crawlVer.Add(1)
 	l.mu.Unlock()
 }
 
@@ -257,6 +280,17 @@ func (l *Limiter) crawlDelay(host string) time.Duration {
 	l.mu.RLock()
 	d := l.crawl[host]
 	l.mu.RUnlock()
+	return d
+}
+
+// longestCrawlDelay returns the longest Crawl-delay of hosts, 0 if none.
+func (l *Limiter) longestCrawlDelay(hosts map[string]struct{}) time.Duration {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var d time.Duration
+	for h := range hosts {
+		d = max(d, l.crawl[h])
+	}
 	return d
 }
 

@@ -67,6 +67,13 @@ type Rule struct {
 	// below 0, Add fails with ErrNegativeBudget. The Limiter only keeps
 	// the value (HostBudget): the collector counts and refuses.
 	MaxRequestsPerHost int
+	// PolitenessBy says which matching hosts share one slot, whose
+	// Parallelism, Delay, Crawl-delay, AutoThrottle and Retry-After or
+	// back-off they then share: each host:port (PolitenessHost), each
+	// registrable domain (PolitenessDomain) or each address the names
+	// resolve to (PolitenessIP). The zero value takes the Limiter's
+	// default, per host unless set. robots.txt stays per host.
+	PolitenessBy Politeness
 
 	// mu guards m.
 	mu sync.Mutex
@@ -82,11 +89,15 @@ type matcher struct {
 }
 
 // Init checks and compiles the rule's patterns. It returns ErrNoPattern when
-// neither is set and an error wrapping ErrBadPattern when one does not
-// compile. It is idempotent and recompiles only when a pattern changed.
+// neither is set, an error wrapping ErrBadPattern when one does not
+// compile, and one wrapping ErrBadPoliteness when PolitenessBy is not one
+// of the constants. It is idempotent and recompiles only when a pattern
+// changed.
 func (r *Rule) Init() error {
-	_, err := r.compiled()
-	return err
+	if _, err := r.compiled(); err != nil {
+		return err
+	}
+	return r.PolitenessBy.valid()
 }
 
 func (r *Rule) compiled() (*matcher, error) {
@@ -167,15 +178,15 @@ func lower(s string) string {
 // for a Rule built by hand. Safe to call while r is in use.
 func (r *Rule) Clone() *Rule {
 	n := &Rule{
-		DomainRegexp:     r.DomainRegexp,
-		DomainGlob:       r.DomainGlob,
-		Delay:            r.Delay,
-		RandomDelay:      r.RandomDelay,
-		Parallelism:      r.Parallelism,
-		TotalParallelism: r.TotalParallelism,
-		IgnoreCrawlDelay: r.IgnoreCrawlDelay,
-		DelayPerSlot:     r.DelayPerSlot,
-
+		DomainRegexp:       r.DomainRegexp,
+		DomainGlob:         r.DomainGlob,
+		Delay:              r.Delay,
+		RandomDelay:        r.RandomDelay,
+		Parallelism:        r.Parallelism,
+		TotalParallelism:   r.TotalParallelism,
+		IgnoreCrawlDelay:   r.IgnoreCrawlDelay,
+		DelayPerSlot:       r.DelayPerSlot,
+		PolitenessBy:       r.PolitenessBy,
 		MaxRequestsPerHost: r.MaxRequestsPerHost,
 	}
 	if r.AutoThrottle != nil {

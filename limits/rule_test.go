@@ -117,14 +117,16 @@ func TestLimiterAddAllOrNothing(t *testing.T) {
 
 func TestRuleClone(t *testing.T) {
 	orig := &Rule{DomainGlob: "*.example.com", Delay: time.Second, RandomDelay: time.Millisecond, Parallelism: 3,
-		TotalParallelism: 7, IgnoreCrawlDelay: true, AutoThrottle: &AutoThrottle{TargetConcurrency: 2, MaxDelay: time.Minute}}
+		TotalParallelism: 7, IgnoreCrawlDelay: true, AutoThrottle: &AutoThrottle{TargetConcurrency: 2, MaxDelay: time.Minute},
+		PolitenessBy: PolitenessIP}
 	if err := orig.Init(); err != nil {
 		t.Fatal(err)
 	}
 	c := orig.Clone()
 	if c.DomainGlob != orig.DomainGlob || c.Delay != orig.Delay || c.RandomDelay != orig.RandomDelay ||
 		c.Parallelism != orig.Parallelism || c.TotalParallelism != orig.TotalParallelism ||
-		c.IgnoreCrawlDelay != orig.IgnoreCrawlDelay || *c.AutoThrottle != *orig.AutoThrottle {
+		c.IgnoreCrawlDelay != orig.IgnoreCrawlDelay || *c.AutoThrottle != *orig.AutoThrottle ||
+		c.PolitenessBy != orig.PolitenessBy {
 		t.Fatalf("Clone() = %+v, want the settings of %+v", c, orig)
 	}
 	if c.AutoThrottle == orig.AutoThrottle {

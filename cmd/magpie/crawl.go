@@ -35,6 +35,7 @@ type crawlFlags struct {
 	stateDir                           string // to create for --state DIR/ (statePath)
 	list, config                       string
 	warc                               string
+	politeness                         politenessFlag // politeness.go
 	fields                             fieldFlags
 	headers, include, exclude          []string
 	excludeExt                         []string
@@ -87,6 +88,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop the crawl after this long (e.g. 10m; 0: no limit)")
 	fs.IntVar(&f.parallel, "parallel", 4, "requests in flight per host")
 	fs.DurationVar(&f.delay, "delay", 0, "least time between two request starts to one host")
+	fs.Var(&f.politeness, "politeness", "what --parallel and --delay apply to: each host, each registrable domain (all its hosts together) or each ip address (all the names on it together)")
 	fs.StringVarP(&f.userAgent, "user-agent", "A", "", "User-Agent header (robots.txt rules are matched against it)")
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, `extra request header "Name: value" (repeatable)`)
 	fs.StringVar(&f.proxy, "proxy", "", "send every request through this proxy (http://, https:// or socks5:// URL)")
@@ -175,7 +177,7 @@ func readURLs(r io.Reader, name string) ([]string, error) {
 // config turns the flags into a crawlConfig.
 func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig, error) {
 	cfg := crawlConfig{
-		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay,
+		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay, politeness: f.politeness.p,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
 		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
 		maxPages: f.maxPages, maxPagesPerHost: f.maxPagesPerHost, excludeExt: f.excludeExt, scope: f.scope,

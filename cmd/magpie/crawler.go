@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/limits"
 	"github.com/magpiecrawl/magpie/queue"
 	"github.com/magpiecrawl/magpie/storage/sqlitestore"
 )
@@ -26,6 +27,8 @@ type crawlConfig struct {
 	depth    int // 0: unlimited
 	parallel int
 	delay    time.Duration
+	// politeness says which hosts share parallel and delay (--politeness).
+	politeness limits.Politeness
 	// allowLoopback lets the crawl reach loopback addresses, which the
 	// private-network guard refuses otherwise.
 	allowLoopback bool
@@ -436,7 +439,8 @@ func newCollector(ctx context.Context, cfg crawlConfig) (*magpie.Collector, erro
 		return nil, err
 	}
 	c.SetRequestTimeout(cfg.timeout)
-	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: max(cfg.parallel, 1), Delay: cfg.delay}); err != nil {
+	if err := c.Limit(&magpie.LimitRule{DomainGlob: "*", Parallelism: max(cfg.parallel, 1), Delay: cfg.delay,
+		PolitenessBy: cfg.politeness}); err != nil {
 		return nil, err
 	}
 	return c, nil
