@@ -242,7 +242,9 @@ func (c *Collector) storage() storage.Storage {
 // magpie's URL checks passed (scheme, domains, URL filters, depth) and
 // before robots.txt and the visited set are consulted, so that a redirect
 // it refuses costs no robots.txt fetch and marks nothing visited; it works
-// like http.Client.CheckRedirect.
+// like http.Client.CheckRedirect: returning http.ErrUseLastResponse stops
+// there and makes the 3xx the response (to OnError, or to OnResponse with
+// ParseHTTPErrorResponse), any other error fails the request with it.
 func (c *Collector) SetRedirectHandler(f func(req *http.Request, via []*http.Request) error) {
 	c.shared.redirectMu.Lock()
 	c.shared.redirectHandler = f

@@ -385,6 +385,11 @@ func checkRedirect(next *http.Request, via []*http.Request) error {
 		return nil
 	}
 	if err := st.check(next, via); err != nil {
+		if errors.Is(err, http.ErrUseLastResponse) {
+			// The redirect handler's "stop here": http.Client returns the
+			// 3xx itself only for this exact value, so it goes back bare.
+			return http.ErrUseLastResponse
+		}
 		//lint:ignore ST1005 Colly's text
 		return fmt.Errorf("Not following redirect to %q: %w", next.URL.Redacted(), err)
 	}
