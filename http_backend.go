@@ -342,8 +342,10 @@ func (j *storageJar) Cookies(u *url.URL) []*http.Cookie {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
+		// Attributes kept, as Colly's jar over a Storage keeps them
+		// (c.Cookies shows them); a request sends only name=value.
 		if ck, err := http.ParseSetCookie(line); err == nil {
-			out = append(out, &http.Cookie{Name: ck.Name, Value: ck.Value})
+			out = append(out, ck)
 		}
 	}
 	return out
