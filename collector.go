@@ -142,6 +142,8 @@ type Collector struct {
 	nextID        atomic.Uint32
 	// visitMu serialises IsVisited+Visited for stores without VisitedSet.
 	visitMu *sync.Mutex
+	// limitNotes holds the *LimitRule values noteStartSpacing has logged.
+	limitNotes sync.Map
 }
 
 // shared is the state a Collector shares with its clones.
@@ -225,6 +227,11 @@ func (c *Collector) Clone() *Collector {
 // resumes passes one store to both SetStorage (the visited set and cookies)
 // and queue.New (the queue): sqlitestore and redisstore serve both, so the
 // visited set is kept with the queue.
+//
+// A rule with a Delay spaces the starts of requests to a host by it, so a
+// Parallelism above 1 is reached only by requests slower than
+// Parallelism × Delay; DelayPerSlot spaces each slot instead, as Colly does.
+// Such a rule is noted once at Info through the Logger.
 func (c *Collector) Limit(rule *LimitRule) error { return c.Limits([]*LimitRule{rule}) }
 
 // Limits adds several politeness rules, all or none.
@@ -233,7 +240,25 @@ func (c *Collector) Limits(rules []*LimitRule) error {
 		return err
 	}
 	c.pinRules(rules...)
+	for _, r := range rules {
+		c.noteStartSpacing(r)
+	}
 	return nil
+}
+
+// noteStartSpacing logs, once per collector and rule, that r spaces starts
+// and will not reach its Parallelism: Colly programs moved over unchanged
+// ran 8 to 10 times slower for it until DelayPerSlot was set.
+func (c *Collector) noteStartSpacing(r *LimitRule) {
+	if r.Parallelism <= 1 || (r.Delay <= 0 && r.RandomDelay <= 0) || r.DelayPerSlot || r.AutoThrottle != nil {
+		return
+	}
+	if _, seen := c.limitNotes.LoadOrStore(r, struct{}{}); seen {
+		return
+	}
+	c.logger.Info("LimitRule: Delay spaces the starts of requests to each host, so Parallelism is reached only by requests slower than Parallelism × Delay; set DelayPerSlot: true for Colly's spacing (each slot waits Delay after its own request)",
+		"domain_glob", r.DomainGlob, "domain_regexp", r.DomainRegexp,
+		"parallelism", r.Parallelism, "delay", r.Delay, "random_delay", r.RandomDelay)
 }
 
 // SetStorage replaces the visited set and cookie store (shared with clones)
@@ -259,7 +284,9 @@ func (c *Collector) storage() storage.Storage {
 // magpie's URL checks passed (scheme, domains, URL filters, depth) and
 // before robots.txt and the visited set are consulted, so that a redirect
 // it refuses costs no robots.txt fetch and marks nothing visited; it works
-// like http.Client.CheckRedirect.
+// like http.Client.CheckRedirect: returning http.ErrUseLastResponse stops
+// there and makes the 3xx the response (to OnError, or to OnResponse with
+// ParseHTTPErrorResponse), any other error fails the request with it.
 func (c *Collector) SetRedirectHandler(f func(req *http.Request, via []*http.Request) error) {
 	c.shared.redirectMu.Lock()
 	c.shared.redirectHandler = f

@@ -46,6 +46,7 @@ func (c *Collector) Init() {
 	c.SortQuery = false
 	c.settings = defaultSettings()
 	c.visitMu = &sync.Mutex{}
+	c.limitNotes.Clear()
 	st := &storage.InMemoryStorage{}
 	_ = st.Init() // in-memory Init cannot fail
 	c.shared = &shared{limiter: limits.New(), store: st}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // "OnRequest", "OnResponse", "OnError", "OnScraped" and "OnRefused/<reason>",
 // the reason as in Stats().Refused), the request URIs OnResponse got, the
 // texts of the elements its OnHTML selector matched, the errors OnError got,
-// and the last response.
+// and the last response OnResponse and OnError got.
 type spy struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -22,6 +23,8 @@ type spy struct {
 	texts  []string
 	errs   []error
 	last   *Response
+	// lastErr is the last response OnError got.
+	lastErr *Response
 }
 
 // newSpy registers the spy's callbacks on c; with htmlSel set it records
@@ -40,7 +43,9 @@ func newSpy(c *Collector, htmlSel string) *spy {
 	c.OnResponse(func(r *Response) {
 		note("OnResponse", func() { s.paths, s.last = append(s.paths, r.Request.URL.RequestURI()), r })
 	})
-	c.OnError(func(_ *Response, err error) { note("OnError", func() { s.errs = append(s.errs, err) }) })
+	c.OnError(func(r *Response, err error) {
+		note("OnError", func() { s.errs, s.lastErr = append(s.errs, err), r })
+	})
 	c.OnScraped(func(*Response) { note("OnScraped", nil) })
 	c.OnRefused(func(_ *Request, err error) { note("OnRefused/"+refusalReason(err), nil) })
 	if htmlSel != "" {
@@ -192,6 +197,25 @@ func TestCrawlCases(t *testing.T) {
 			check: func(t *testing.T, s *spy) {
 				if s.last == nil || !s.last.Truncated || len(s.last.Body) != 1000 {
 					t.Fatalf("response Truncated/len = %v/%d, want true/1000", s.last != nil && s.last.Truncated, len(s.last.Body))
+				}
+			},
+		},
+		{
+			// Colly: a redirect handler returning http.ErrUseLastResponse
+			// gets the 3xx itself, which, not being 2xx, goes to OnError
+			// with the response ("OnError /redirect 302 Found").
+			name: "a redirect handler's ErrUseLastResponse gives the 3xx",
+			setup: func(c *Collector) {
+				c.SetRedirectHandler(func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse })
+			},
+			visits:   []visitStep{{"/redirect", wantStatus(http.StatusFound)}},
+			want:     map[string]int{"OnError": 1, "OnResponse": 0, "OnScraped": 0},
+			wantHits: map[string]int{"/redirect": 1, "/html": 0},
+			check: func(t *testing.T, s *spy) {
+				r := s.lastErr
+				if r == nil || r.StatusCode != http.StatusFound || r.Request.URL.Path != "/redirect" ||
+					r.Headers == nil || r.Headers.Get("Location") != "/html" {
+					t.Fatalf("OnError response = %+v, want 302 for /redirect with Location /html", r)
 				}
 			},
 		},

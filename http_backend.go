@@ -356,8 +356,10 @@ func (j *storageJar) Cookies(u *url.URL) []*http.Cookie {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
+		// Attributes kept, as Colly's jar over a Storage keeps them
+		// (c.Cookies shows them); a request sends only name=value.
 		if ck, err := http.ParseSetCookie(line); err == nil {
-			out = append(out, &http.Cookie{Name: ck.Name, Value: ck.Value})
+			out = append(out, ck)
 		}
 	}
 	return out
@@ -399,6 +401,11 @@ func checkRedirect(next *http.Request, via []*http.Request) error {
 		return nil
 	}
 	if err := st.check(next, via); err != nil {
+		if errors.Is(err, http.ErrUseLastResponse) {
+			// The redirect handler's "stop here": http.Client returns the
+			// 3xx itself only for this exact value, so it goes back bare.
+			return http.ErrUseLastResponse
+		}
 		//lint:ignore ST1005 Colly's text
 		return fmt.Errorf("Not following redirect to %q: %w", next.URL.Redacted(), err)
 	}

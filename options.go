@@ -177,7 +177,9 @@ func StreamHTML() CollectorOption {
 // nil. Code that keeps the body or a part of it past that point, in a
 // variable, a goroutine, a channel or an item's value, copies it first
 // (bytes.Clone, or string(r.Body)). What the collector gives out as strings
-// (e.Text, e.Attr, e.ChildText, ...) are copies already.
+// (e.Text, e.Attr, e.ChildText, ...) are copies already. Body's capacity
+// is its length: the rest of the buffer, which held earlier pages, is out
+// of reach.
 //
 // Without it a body's buffer is reused too, but only once a collection has
 // found that nothing reaches it, which holds up to 8 MB of dead bodies for

@@ -71,7 +71,10 @@ func putBodyBuffer(bp *[]byte) {
 }
 
 // readReused is readLimited into *buf, a ReuseBody buffer: grown as needed,
-// *buf is left holding the grown buffer.
+// *buf is left holding the grown buffer. The body's capacity ends at its
+// length: the buffer's rest holds earlier pages, which a caller reslicing
+// Response.Body up to its capacity must not see (finishBody clears that
+// rest of a recycled buffer; cutting the capacity costs nothing).
 func readReused(r io.Reader, size, max int64, buf *[]byte) ([]byte, bool, error) {
 	if max > 0 {
 		size = min(size, max)
@@ -79,5 +82,5 @@ func readReused(r io.Reader, size, max int64, buf *[]byte) ([]byte, bool, error)
 	size = min(size, maxPresize)
 	body, truncated, err := readInto(slices.Grow((*buf)[:0], int(size)+1), r, max)
 	*buf = body[:0]
-	return body, truncated, err
+	return body[:len(body):len(body)], truncated, err
 }

@@ -46,3 +46,45 @@ func TestRedirectHandlerBeforeRobotsAndVisited(t *testing.T) {
 		t.Errorf("target fetched %d times, want 1", n)
 	}
 }
+
+// TestRedirectHandlerUseLastResponse: a handler returning
+// http.ErrUseLastResponse gets the 3xx as the response, as
+// http.Client.CheckRedirect does. With ParseHTTPErrorResponse it reaches
+// OnResponse, body and Location included, and the target is not fetched
+// nor marked visited.
+func TestRedirectHandlerUseLastResponse(t *testing.T) {
+	var targets atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/old":
+			w.Header().Set("Location", "/new")
+			w.WriteHeader(http.StatusMovedPermanently)
+			_, _ = w.Write([]byte("moved"))
+		case "/new":
+			targets.Add(1)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	c := NewCollector(IgnoreRobotsTxt(), ParseHTTPErrorResponse())
+	c.SetRedirectHandler(func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse })
+	var got *Response
+	c.OnResponse(func(r *Response) { got = r })
+	c.OnError(func(r *Response, err error) { t.Errorf("OnError(%v), want OnResponse", err) })
+	if err := c.Visit(ts.URL + "/old"); err != nil {
+		t.Fatalf("Visit(/old) error = %v, want nil", err)
+	}
+	if got == nil {
+		t.Fatal("OnResponse not called")
+	}
+	if got.StatusCode != http.StatusMovedPermanently || got.Headers.Get("Location") != "/new" ||
+		string(got.Body) != "moved" || got.Request.URL.Path != "/old" {
+		t.Errorf("response = %d Location %q body %q URL %s, want 301 /new \"moved\" /old",
+			got.StatusCode, got.Headers.Get("Location"), got.Body, got.Request.URL.Path)
+	}
+	if n := targets.Load(); n != 0 {
+		t.Errorf("/new fetched %d times, want 0", n)
+	}
+	if v, err := c.HasVisited(ts.URL + "/new"); err != nil || v {
+		t.Errorf("HasVisited(/new) = %v, %v, want false", v, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // reusePage is page n of reuseSite: its number in <h1> and in a marker
@@ -271,11 +272,45 @@ func TestReadBodyIntoReusedBuffer(t *testing.T) {
 	}
 }
 
-// sharesBuffer reports whether b is a part of buf's backing array.
+// sharesBuffer reports whether b is a part of buf's backing array (b's
+// capacity may end before buf's).
 func sharesBuffer(b, buf []byte) bool {
 	if cap(b) == 0 || cap(buf) == 0 {
 		return false
 	}
 	full := buf[:cap(buf)]
-	return &b[:cap(b)][cap(b)-1] == &full[cap(full)-1]
+	first := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	return first >= lo && first+uintptr(cap(b)) <= lo+uintptr(cap(full))
+}
+
+// TestReuseBodyShowsNoEarlierPage: with ReuseBody the page's buffer held
+// earlier, larger pages; nothing of them shows past len(Body) up to
+// cap(Body), in Body or RawBody, as in the default mode.
+func TestReuseBodyShowsNoEarlierPage(t *testing.T) {
+	const pages = 60
+	srv := reuseSite(t, pages)
+	c := NewCollector(Async(true), ReuseBody(), Workers(2))
+	var mu sync.Mutex
+	crawled, stale := 0, 0
+	c.OnResponse(func(r *Response) {
+		mu.Lock()
+		defer mu.Unlock()
+		crawled++
+		for _, b := range [][]byte{r.Body, r.RawBody()} {
+			if tail := b[len(b):cap(b)]; bytes.Contains(tail, []byte("<p>page ")) {
+				stale++
+				return
+			}
+		}
+	})
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	c.OnError(func(r *Response, err error) { t.Errorf("%s: %v", r.Request.URL, err) })
+	if err := c.Visit(srv.URL + "/p/0"); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if crawled != pages || stale != 0 {
+		t.Errorf("%d of %d pages show an earlier page past len(Body), want 0 of %d", stale, crawled, pages)
+	}
 }

@@ -461,3 +461,30 @@ func TestRobotsCacheBoundedByBytes(t *testing.T) {
 	}
 	runtime.KeepAlive(rc)
 }
+
+// TestRobotsCacheOfClones: the robots.txt cache belongs to a collector and
+// its clones (the README's "Coming from Colly" row): collectors cloned from
+// one, one per page, fetch robots.txt once; a new collector per page
+// fetches it again for each.
+func TestRobotsCacheOfClones(t *testing.T) {
+	pages := []string{"/a", "/b", "/c", "/html"}
+	ts := newTestServer(t)
+	base := NewCollector()
+	for _, p := range pages {
+		if err := base.Clone().Visit(ts.URL + p); err != nil {
+			t.Fatalf("clone's Visit(%s) error = %v", p, err)
+		}
+	}
+	if n := ts.count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times by %d clones of one collector, want 1", n, len(pages))
+	}
+	ts = newTestServer(t)
+	for _, p := range pages {
+		if err := NewCollector().Visit(ts.URL + p); err != nil {
+			t.Fatalf("new collector's Visit(%s) error = %v", p, err)
+		}
+	}
+	if n := ts.count("/robots.txt"); n != len(pages) {
+		t.Errorf("robots.txt fetched %d times by %d new collectors, want %d", n, len(pages), len(pages))
+	}
+}

@@ -69,8 +69,10 @@ func MergeCookies(stored, incoming string, now time.Time) string {
 	return strings.Join(lines, "\n")
 }
 
-// SelectCookies returns the stored cookies to send to u, as "name=value"
-// lines: unexpired, path-matching, and Secure ones only over https.
+// SelectCookies returns the stored cookies to send to u, as Set-Cookie
+// lines with their attributes (Path, HttpOnly, Expires…), as Colly's
+// redisstorage returns them: unexpired, path-matching, and Secure ones only
+// over https. A jar sends only their names and values.
 func SelectCookies(stored string, u *url.URL, now time.Time) string {
 	var b strings.Builder
 	for _, c := range parseCookies(stored) {
@@ -80,7 +82,7 @@ func SelectCookies(stored string, u *url.URL, now time.Time) string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString((&http.Cookie{Name: c.Name, Value: c.Value, Quoted: c.Quoted}).String())
+		b.WriteString(c.String())
 	}
 	return b.String()
 }

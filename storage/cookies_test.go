@@ -17,9 +17,9 @@ func TestMergeAndSelectCookies(t *testing.T) {
 		want string
 	}{
 		{"http://h/", now, "a=9"},
-		{"http://h/docs/x", now, "a=9\nb=2"},
+		{"http://h/docs/x", now, "a=9\nb=2; Path=/docs"},
 		{"http://h/docsx", now, "a=9"},
-		{"https://h/", now, "a=9\ns=3"},
+		{"https://h/", now, "a=9\ns=3; Secure"},
 	}
 	for _, tt := range tests {
 		u, err := url.Parse(tt.url)
@@ -33,8 +33,8 @@ func TestMergeAndSelectCookies(t *testing.T) {
 	// Max-Age became an absolute time when stored: after it, the cookie is gone.
 	withAge := MergeCookies("", "m=1; Max-Age=60", now)
 	u, _ := url.Parse("http://h/")
-	if got := SelectCookies(withAge, u, now.Add(30*time.Second)); got != "m=1" {
-		t.Errorf("SelectCookies 30 s in = %q, want m=1", got)
+	if got := SelectCookies(withAge, u, now.Add(30*time.Second)); got != "m=1; Expires=Sun, 22 Nov 2026 12:01:00 GMT" {
+		t.Errorf("SelectCookies 30 s in = %q, want m=1 expiring at 12:01:00", got)
 	}
 	if got := SelectCookies(withAge, u, now.Add(61*time.Second)); got != "" {
 		t.Errorf("SelectCookies 61 s in = %q, want none", got)

@@ -180,3 +180,41 @@ func TestPushUnvisitedTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestCollyStorageCookieAttributes: c.Cookies over a Colly Storage literal
+// gives the cookies with their attributes, as Colly's redisstorage does
+// ("a=b; Path=/; HttpOnly"), and the jar still sends only name=value.
+func TestCollyStorageCookieAttributes(t *testing.T) {
+	sent := make(chan string, 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/set":
+			http.SetCookie(w, &http.Cookie{Name: "a", Value: "b", Path: "/", HttpOnly: true})
+		case "/get":
+			sent <- r.Header.Get("Cookie")
+		}
+	}))
+	t.Cleanup(site.Close)
+	s := &Storage{Address: redisAddr(t), Prefix: randomPrefix()}
+	c := magpie.NewCollector(magpie.IgnoreRobotsTxt())
+	if err := c.SetStorage(s); err != nil {
+		t.Fatalf("SetStorage(&Storage{...}) error = %v", err)
+	}
+	t.Cleanup(func() {
+		_ = s.Clear(context.Background())
+		s.Close()
+	})
+	if err := c.Visit(site.URL + "/set"); err != nil {
+		t.Fatalf("Visit(/set) error = %v", err)
+	}
+	got := c.Cookies(site.URL + "/")
+	if len(got) != 1 || got[0].String() != "a=b; Path=/; HttpOnly" || got[0].Path != "/" || !got[0].HttpOnly {
+		t.Fatalf("Cookies(%q) = %v, want [a=b; Path=/; HttpOnly]", site.URL, got)
+	}
+	if err := c.Visit(site.URL + "/get"); err != nil {
+		t.Fatalf("Visit(/get) error = %v", err)
+	}
+	if h := <-sent; h != "a=b" {
+		t.Errorf("Cookie header sent = %q, want %q", h, "a=b")
+	}
+}

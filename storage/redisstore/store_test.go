@@ -323,14 +323,14 @@ func TestCookies(t *testing.T) {
 		want      string
 	}{
 		{put: "a=1\nb=2; Path=/x", from: "http://h.test/", get: "http://h.test/", want: "a=1"},
-		{get: "http://h.test/x/y", want: "a=1\nb=2"},
+		{get: "http://h.test/x/y", want: "a=1\nb=2; Path=/x"},
 		{get: "http://h.test/xy", want: "a=1"},
 		{get: "http://other.test/", want: ""},
 		{get: "http://H.test:8080/", want: "a=1"},
 		{put: "a=3", from: "http://h.test/", get: "http://h.test/", want: "a=3"},
-		{put: "a=; Max-Age=-1", from: "http://h.test/", get: "http://h.test/x", want: "b=2"},
+		{put: "a=; Max-Age=-1", from: "http://h.test/", get: "http://h.test/x", want: "b=2; Path=/x"},
 		{put: "s=1; Secure", from: "https://h.test/", get: "http://h.test/", want: ""},
-		{get: "https://h.test/", want: "s=1"},
+		{get: "https://h.test/", want: "s=1; Secure"},
 	}
 	for i, st := range steps {
 		if st.put != "" {

@@ -101,7 +101,7 @@ func (s *Store) SetCookies(u *url.URL, cookies string) {
 }
 
 // GetCookies implements storage.CookieStore: the cookies of u's host that
-// apply to u, as newline-joined "name=value" lines.
+// apply to u, as newline-joined Set-Cookie lines, attributes kept.
 func (s *Store) GetCookies(ctx context.Context, u *url.URL) (string, error) {
 	if err := s.check(); err != nil {
 		return "", err
