@@ -474,6 +474,9 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 		req.err = err
 		return nil, err
 	}
+	if !req.robotsWait.IsZero() && r != nil {
+		r.waits.begin(req, WaitRobots, 0, req.robotsWait)
+	}
 	return r, nil
 }
 

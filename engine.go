@@ -64,6 +64,9 @@ type run struct {
 	// short in flight: OnError heard of them, and their entries went back
 	// to the queue (see countLeftInQueue).
 	cutShort atomic.Int64
+	// waits are the requests waiting in the frontier for a retry or for
+	// robots.txt (Stats.Waits).
+	waits waitList
 }
 
 // grace is the run's StopGrace.
@@ -228,6 +231,7 @@ func (r *run) feedLoop() {
 			return
 		}
 		req.run = r
+		r.waits.left(req)
 		if err := r.gate.Put(r.feedCtx, req.URL.Host, req); err != nil {
 			r.dropUnstarted(req)
 			return
