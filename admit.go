@@ -175,16 +175,15 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	}
 	noteCheck(c, checkKeyStep)
 	key := urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)
-	if cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests { // else admit says ErrMaxRequests first
-		if seen, err := st.IsVisited(key); err == nil && seen {
-			if heard {
-				return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
-			}
-			c.nextID.Add(1) // the ID the Request would have taken
-			c.refusals.add(RefusedVisited)
-			x.err.Destination = abs
-			return abs, true, &x.err
+	// Before the budget, as admit does once it is spent (overBudget).
+	if seen, err := st.IsVisited(key); err == nil && seen {
+		if heard {
+			return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
 		}
+		c.nextID.Add(1) // the ID the Request would have taken
+		c.refusals.add(RefusedVisited)
+		x.err.Destination = abs
+		return abs, true, &x.err
 	}
 	return nil, true, c.admitLink(parent, slab, abs, depth, linkVerdict{key: key, ua: ua, wait: wait})
 }
@@ -550,7 +549,7 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 	// A redelivered queue entry took its slot on its first delivery.
 	slot := !req.entry.redelivered
 	if slot && !c.reserveSlot(cfg) {
-		return ErrMaxRequests
+		return c.overBudget(cfg, req)
 	}
 	if req.checkRevisit && !cfg.allowRevisit {
 		var added bool
@@ -682,6 +681,19 @@ func (c *Collector) reserveSlot(cfg *config) bool {
 }
 
 func (c *Collector) releaseSlot() { c.requestCount.Add(^uint32(0)) }
+
+// overBudget is the refusal of req, which found no MaxRequests slot left:
+// ErrMaxRequests, unless req is already visited, as a link back to a page
+// fetched is. So Stats().Refused["max_requests"] and OnRefused count the
+// pages the budget kept out, not the links to those it let in.
+func (c *Collector) overBudget(cfg *config, req *Request) error {
+	if req.checkRevisit && !cfg.allowRevisit {
+		if seen, err := c.storage().IsVisited(req.visitKey); err == nil && seen {
+			return &AlreadyVisitedError{Destination: req.URL}
+		}
+	}
+	return ErrMaxRequests
+}
 
 // markVisited adds key to the visited set in one atomic step and reports
 // whether this call added it.
