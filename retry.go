@@ -31,7 +31,7 @@ func (r *run) maybeRetry(resp *Response) bool {
 	busy := !policy && isHTTP && serverBusy(resp, he.StatusCode)
 	if (policy || busy) && r.cfg.tooLongRetryAfter(resp.retryAfter) {
 		// The request fails now, as MaxRetryAfter asks, rather than wait.
-		resp.err = fmt.Errorf("%w: Retry-After %v, over MaxRetryAfter %v: %w",
+		resp.err = fmt.Errorf("%w (%v, over the bound of %v): %w",
 			ErrRetryAfterTooLong, resp.retryAfter, r.cfg.maxRetryAfter, resp.err)
 		return false
 	}

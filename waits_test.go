@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -209,4 +210,53 @@ func TestMaxRetryAfter(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A RetryPolicy's pause after a failure without Retry-After is listed as
+// WaitBackoff.
+func TestStatsWaitsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &waitSite{retryAfter: "", busyTimes: 1, robotsStatus: http.StatusNotFound}
+		c := NewCollector(Async(), RetryPolicy(RetryOptions{BaseDelay: 10 * time.Second, MaxDelay: 10 * time.Second}))
+		c.WithTransport(site)
+		if err := c.Visit("http://wait.test/busy"); err != nil {
+			t.Fatalf("Visit() error = %v", err)
+		}
+		synctest.Wait()
+		st := c.Stats()
+		if st.Waiting != 1 || st.Waits[0].Reason != WaitBackoff || st.Waits[0].Status != http.StatusTooManyRequests {
+			t.Errorf("Stats() Waiting %d, Waits %+v; want /busy in a backoff after its 429", st.Waiting, st.Waits)
+		}
+		if left := time.Until(st.Waits[0].Until); left < 5*time.Second || left > 10*time.Second {
+			t.Errorf("backoff wait %v, want 5-10 s (BaseDelay 10 s, half of it jitter)", left)
+		}
+		c.Wait()
+	})
+}
+
+// ProgressInterval's line names the longest wait while requests wait.
+func TestProgressIntervalNamesWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &progressHandler{first: make(chan struct{})}
+		site := &waitSite{retryAfter: "120", busyTimes: 1, robotsStatus: http.StatusNotFound}
+		c := NewCollector(Async(), Logger(slog.New(h)), ProgressInterval(30*time.Second))
+		c.WithTransport(site)
+		if err := c.Visit("http://wait.test/busy"); err != nil {
+			t.Fatalf("Visit() error = %v", err)
+		}
+		c.Wait()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.lines) == 0 {
+			t.Fatal("no progress line")
+		}
+		got := map[string]string{}
+		h.lines[0].Attrs(func(a slog.Attr) bool { got[a.Key] = a.Value.String(); return true })
+		want := map[string]string{"waiting": "1", "reason": WaitRetryAfter, "url": "http://wait.test/busy", "duration": "1m30s"}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("progress line 30 s in: %s = %q, want %q (all: %v)", k, got[k], v, got)
+			}
+		}
+	})
 }
