@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -162,6 +163,7 @@ func TestMaxRetryAfter(t *testing.T) {
 		{"over the bound", nil, "120", true, 1},
 		{"over the bound, RetryPolicy", []CollectorOption{RetryPolicy(RetryOptions{MaxAttempts: 3})}, "120", true, 1},
 		{"within the bound", nil, "5", false, 2},
+		{"MaxRetryAfter(0): no bound", []CollectorOption{MaxRetryAfter(0)}, "120", false, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -190,6 +192,9 @@ func TestMaxRetryAfter(t *testing.T) {
 				if !tt.fails {
 					if len(errs) != 0 {
 						t.Errorf("OnError got %v, want nothing: a Retry-After within the bound is waited for", errs)
+					}
+					if ra, _ := strconv.Atoi(tt.retryAfter); took < time.Duration(ra)*time.Second {
+						t.Errorf("crawl took %v, want the Retry-After (%s s) waited out", took, tt.retryAfter)
 					}
 					return
 				}
