@@ -29,7 +29,7 @@ func (r *run) maybeRetry(resp *Response) bool {
 	he, isHTTP := errors.AsType[*HTTPError](resp.err)
 	policy := p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode))
 	busy := !policy && isHTTP && serverBusy(resp, he.StatusCode)
-	if (policy || busy) && r.cfg.tooLongRetryAfter(resp.retryAfter) {
+	if (policy || busy) && r.cfg.tooLongRetryAfter(resp.retryAfter) && r.cfg.triesLeft(resp.Request, policy) {
 		// The request fails now, as MaxRetryAfter asks, rather than wait.
 		resp.err = fmt.Errorf("%w (%v, over the bound of %v): %w",
 			ErrRetryAfterTooLong, resp.retryAfter, r.cfg.maxRetryAfter, resp.err)
@@ -42,6 +42,26 @@ func (r *run) maybeRetry(resp *Response) bool {
 		return r.busyRetry(resp)
 	}
 	return false
+}
+
+// triesLeft reports whether req may be tried again: under the RetryPolicy
+// (policy), or under BusyRetries.
+func (cfg *config) triesLeft(req *Request, policy bool) bool {
+	if policy {
+		return req.attempt < cfg.retry.MaxAttempts
+	}
+	return req.attempt <= cfg.busyBound()
+}
+
+// busyBound is how many times BusyRetries sends a request again.
+func (cfg *config) busyBound() int {
+	switch {
+	case cfg.busyRetries == 0:
+		return DefaultBusyRetries
+	case cfg.busyRetries < 0:
+		return 0
+	}
+	return cfg.busyRetries
 }
 
 // tooLongRetryAfter reports a server's Retry-After longer than
@@ -114,14 +134,7 @@ func serverBusy(resp *Response, status int) bool {
 // OnError as a *RetryError.
 func (r *run) busyRetry(resp *Response) bool {
 	req := resp.Request
-	bound := r.cfg.busyRetries
-	switch {
-	case bound == 0:
-		bound = DefaultBusyRetries
-	case bound < 0:
-		bound = 0
-	}
-	if req.attempt > bound {
+	if req.attempt > r.cfg.busyBound() {
 		return false
 	}
 	until := time.Now().Add(resp.retryAfter)

@@ -151,7 +151,9 @@ func TestStatsWaitsRobots(t *testing.T) {
 
 // Issue 40 point 10: MaxRetryAfter(d) fails at once a request whose
 // Retry-After is longer than d (ErrRetryAfterTooLong, wrapping the 429),
-// holds its host for d only, and still waits out a Retry-After up to d.
+// holds its host for d only, and still waits out a Retry-After up to d. A
+// request with no retry left fails with its 429 alone: it was not kept
+// from waiting.
 func TestMaxRetryAfter(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
@@ -159,11 +161,13 @@ func TestMaxRetryAfter(t *testing.T) {
 		retryAfter string
 		fails      bool
 		tries      int
+		tooLong    bool // the error wraps ErrRetryAfterTooLong
 	}{
-		{"over the bound", nil, "120", true, 1},
-		{"over the bound, RetryPolicy", []CollectorOption{RetryPolicy(RetryOptions{MaxAttempts: 3})}, "120", true, 1},
-		{"within the bound", nil, "5", false, 2},
-		{"MaxRetryAfter(0): no bound", []CollectorOption{MaxRetryAfter(0)}, "120", false, 2},
+		{"over the bound", nil, "120", true, 1, true},
+		{"over the bound, RetryPolicy", []CollectorOption{RetryPolicy(RetryOptions{MaxAttempts: 3})}, "120", true, 1, true},
+		{"over the bound, no retries", []CollectorOption{BusyRetries(0)}, "120", true, 1, false},
+		{"within the bound", nil, "5", false, 2, false},
+		{"MaxRetryAfter(0): no bound", []CollectorOption{MaxRetryAfter(0)}, "120", false, 2, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -202,10 +206,10 @@ func TestMaxRetryAfter(t *testing.T) {
 					t.Fatalf("OnError called %d times (%v), want once", len(errs), errs)
 				}
 				he, ok := errors.AsType[*HTTPError](errs[0])
-				if !errors.Is(errs[0], ErrRetryAfterTooLong) || !ok || he.StatusCode != http.StatusTooManyRequests {
-					t.Errorf("OnError error = %v, want ErrRetryAfterTooLong wrapping the 429", errs[0])
+				if errors.Is(errs[0], ErrRetryAfterTooLong) != tt.tooLong || !ok || he.StatusCode != http.StatusTooManyRequests {
+					t.Errorf("OnError error = %v, want the 429 (wrapped by ErrRetryAfterTooLong: %v)", errs[0], tt.tooLong)
 				}
-				if !strings.Contains(errs[0].Error(), "2m0s") {
+				if tt.tooLong && !strings.Contains(errs[0].Error(), "2m0s") {
 					t.Errorf("error %q does not say how long the server asked to wait", errs[0])
 				}
 				// The host was held for the bound, not for the Retry-After.
