@@ -177,19 +177,19 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	}
 	noteCheck(c, checkKeyStep)
 	key := urlkey.Key(http.MethodGet, abs, cfg.sortQuery, nil)
-	if cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests { // else admit says ErrMaxRequests first
-		if c.hostSpent(cfg, abs) {
-			return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{key: key, ua: ua}, ErrMaxRequestsPerHost)
+	// Before the budget, as admit does once it is spent (overBudget).
+	if seen, err := st.IsVisited(key); err == nil && seen {
+		if heard {
+			return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
 		}
-		if seen, err := st.IsVisited(key); err == nil && seen {
-			if heard {
-				return nil, true, c.refuseLinkRequest(parent, slab, abs, depth, linkVerdict{key: key, ua: ua}, nil)
-			}
-			c.nextID.Add(1) // the ID the Request would have taken
-			c.refusals.add(RefusedVisited)
-			x.err.Destination = abs
-			return abs, true, &x.err
-		}
+		c.nextID.Add(1) // the ID the Request would have taken
+		c.refusals.add(RefusedVisited)
+		x.err.Destination = abs
+		return abs, true, &x.err
+	}
+	// A spent MaxRequests is admit's to say first.
+	if (cfg.maxRequests == 0 || c.requestCount.Load() < cfg.maxRequests) && c.hostSpent(cfg, abs) {
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{key: key, ua: ua}, ErrMaxRequestsPerHost)
 	}
 	return nil, true, c.admitLink(parent, slab, abs, depth, linkVerdict{key: key, ua: ua, wait: wait})
 }
@@ -479,6 +479,9 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 		req.err = err
 		return nil, err
 	}
+	if !req.robotsWait.IsZero() && r != nil {
+		r.waits.begin(req, WaitRobots, 0, req.robotsWait)
+	}
 	return r, nil
 }
 
@@ -533,11 +536,6 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 		req.visitKey = urlkey.Key(req.Method, req.URL, cfg.sortQuery, req.bodyBytes)
 	}
 	if req.entry.deferMark {
-		if c.hostSpent(cfg, req.URL) {
-			// Not stored only to be refused when leased: a crawl trap's
-			// links must not fill the queue.
-			return ErrMaxRequestsPerHost
-		}
 		if req.checkRevisit && !cfg.allowRevisit && !req.batchingLinks() {
 			// This check only saves queue space; the lease checks for good.
 			// A link batched with its page's other links is checked when
@@ -553,16 +551,21 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 				c.logger.Debug("visited check failed; queueing the link anyway", "url", req.URL.Redacted(), "err", err)
 			}
 		}
+		if c.hostSpent(cfg, req.URL) {
+			// Not stored only to be refused when leased: a crawl trap's
+			// links must not fill the queue.
+			return ErrMaxRequestsPerHost
+		}
 		return nil
 	}
 	// A redelivered queue entry took its slots on its first delivery.
 	slot := !req.entry.redelivered
 	if slot && !c.reserveSlot(cfg) {
-		return ErrMaxRequests
+		return c.overBudget(cfg, req, ErrMaxRequests)
 	}
 	if slot && !c.reserveHost(cfg, req) {
 		c.releaseSlot()
-		return ErrMaxRequestsPerHost
+		return c.overBudget(cfg, req, ErrMaxRequestsPerHost)
 	}
 	if req.checkRevisit && !cfg.allowRevisit {
 		var added bool
@@ -789,6 +792,20 @@ func (c *Collector) releaseHost(req *Request) {
 	b.mu.Lock()
 	b.n[budgetKey(req.URL)]--
 	b.mu.Unlock()
+}
+
+// overBudget is the refusal of req, which found no slot left of a budget
+// (MaxRequests, or MaxRequestsPerHost): over (ErrMaxRequests or
+// ErrMaxRequestsPerHost), unless req is already visited, as a link back to
+// a page fetched is. So Stats().Refused and OnRefused count the pages the
+// budget kept out, not the links to those it let in.
+func (c *Collector) overBudget(cfg *config, req *Request, over error) error {
+	if req.checkRevisit && !cfg.allowRevisit {
+		if seen, err := c.storage().IsVisited(req.visitKey); err == nil && seen {
+			return &AlreadyVisitedError{Destination: req.URL}
+		}
+	}
+	return over
 }
 
 // markVisited adds key to the visited set in one atomic step and reports

@@ -325,7 +325,7 @@ func TestMaxRequestsPerHostVisited(t *testing.T) {
 		{"/a", &magpie.AlreadyVisitedError{}},
 		{"/b", nil}, // the second slot: the refused /a gave its back
 		{"/c", magpie.ErrMaxRequestsPerHost},
-		{"/a", magpie.ErrMaxRequestsPerHost},
+		{"/a", &magpie.AlreadyVisitedError{}}, // visited first, as with a spent MaxRequests
 	} {
 		err := c.Visit(site.URL + step.path)
 		var ok bool

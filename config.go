@@ -36,6 +36,8 @@ type settings struct {
 	stopGrace time.Duration
 	// busyRetries is BusyRetries' bound (0: DefaultBusyRetries, < 0: none).
 	busyRetries int
+	// maxRetryAfter is MaxRetryAfter's bound (0: none but MaxHold).
+	maxRetryAfter time.Duration
 	// sitemapSince and sitemapsFromRobots are set by SitemapModifiedSince
 	// and SitemapsFromRobots.
 	sitemapSince time.Time

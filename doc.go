@@ -96,7 +96,8 @@
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
 //	                                which selectors can)
 //	             stream_tree.go     the whole tree built by that streamer where it is html.Parse's
-//	             retry.go           RetryPolicy, BusyRetries, and waits for robots.txt
+//	             retry.go           RetryPolicy, BusyRetries, MaxRetryAfter, waits for robots.txt;
+//	                                the waiting requests that Stats().Waits lists
 //	             recrawl.go         Recrawl: due pages, conditional requests, what changed, the schedule
 //	items        items.go           Emit and the item pipeline
 //	the run      engine.go          startRun, the feeder and dispatcher, Wait, Stop, RunQueue

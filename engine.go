@@ -64,6 +64,9 @@ type run struct {
 	// short in flight: OnError heard of them, and their entries went back
 	// to the queue (see countLeftInQueue).
 	cutShort atomic.Int64
+	// waits are the requests waiting in the frontier for a retry or for
+	// robots.txt (Stats.Waits).
+	waits waitList
 }
 
 // grace is the run's StopGrace.
@@ -231,6 +234,7 @@ func (r *run) feedLoop() {
 			return
 		}
 		req.run = r
+		r.waits.left(req)
 		req.unresolved = nil
 		err = r.gate.Put(r.feedCtx, req.URL.Host, req)
 		if errors.Is(err, limits.ErrResolve) && r.feedCtx.Err() == nil {

@@ -121,6 +121,10 @@ var (
 	// ErrUndecodableRequest is wrapped by the error RunQueue reports for a queue
 	// entry that Request.Marshal did not produce.
 	ErrUndecodableRequest = errors.New("undecodable queued request")
+	// ErrRetryAfterTooLong is wrapped, with the response's *HTTPError, by the
+	// error delivered to OnError when a server's Retry-After is longer than
+	// MaxRetryAfter allows: the request failed at once instead of waiting.
+	ErrRetryAfterTooLong = errors.New("server busy: Retry-After too long")
 )
 
 // CallbackPanicError is the error for a recovered callback panic; errors.Is(err, ErrCallbackPanic) holds.

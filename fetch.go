@@ -268,7 +268,7 @@ func (x *exchange) send() {
 		defer stopClosing()
 	}
 	resp.retryAfter = c.capRetryAfter(req, parseRetryAfter(f.header.Get("Retry-After")))
-	x.result.StatusCode, x.result.RetryAfter = f.status, resp.retryAfter
+	x.result.StatusCode, x.result.RetryAfter = f.status, cfg.hostHold(resp.retryAfter)
 	if err := c.responseHeaders(x.cbs, resp); err != nil {
 		x.fail(err)
 		return

@@ -391,3 +391,17 @@ func BusyRetries(n int) CollectorOption {
 		c.busyRetries = n
 	}
 }
+
+// MaxRetryAfter bounds how long a request waits for a server's
+// Retry-After. A response whose Retry-After is longer than d, which
+// BusyRetries or the RetryPolicy would retry, is not retried: it reaches
+// OnError at once with an error that wraps ErrRetryAfterTooLong and the
+// response's *HTTPError (so errors.Is and errors.As find both), and its
+// host is held for d, not for the whole Retry-After. A Retry-After up to d
+// is waited for as usual. d <= 0, the default, sets no bound: a
+// Retry-After is honoured up to the limiter's MaxHold
+// (limits.DefaultMaxHold, 10 minutes). Stats().Waits lists the requests
+// waiting meanwhile.
+func MaxRetryAfter(d time.Duration) CollectorOption {
+	return func(c *Collector) { c.maxRetryAfter = max(d, 0) }
+}

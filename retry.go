@@ -3,11 +3,15 @@ package magpie
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,13 +27,56 @@ func (r *run) maybeRetry(resp *Response) bool {
 	}
 	p := r.cfg.retry
 	he, isHTTP := errors.AsType[*HTTPError](resp.err)
-	if p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode)) {
-		return r.policyRetry(resp, p, he)
+	policy := p != nil && (!isHTTP || slices.Contains(p.Statuses, he.StatusCode))
+	busy := !policy && isHTTP && serverBusy(resp, he.StatusCode)
+	if (policy || busy) && r.cfg.tooLongRetryAfter(resp.retryAfter) && r.cfg.triesLeft(resp.Request, policy) {
+		// The request fails now, as MaxRetryAfter asks, rather than wait.
+		resp.err = fmt.Errorf("%w (%v, over the bound of %v): %w",
+			ErrRetryAfterTooLong, resp.retryAfter, r.cfg.maxRetryAfter, resp.err)
+		return false
 	}
-	if isHTTP && serverBusy(resp, he.StatusCode) {
+	switch {
+	case policy:
+		return r.policyRetry(resp, p, he)
+	case busy:
 		return r.busyRetry(resp)
 	}
 	return false
+}
+
+// triesLeft reports whether req may be tried again: under the RetryPolicy
+// (policy), or under BusyRetries.
+func (cfg *config) triesLeft(req *Request, policy bool) bool {
+	if policy {
+		return req.attempt < cfg.retry.MaxAttempts
+	}
+	return req.attempt <= cfg.busyBound()
+}
+
+// busyBound is how many times BusyRetries sends a request again.
+func (cfg *config) busyBound() int {
+	switch {
+	case cfg.busyRetries == 0:
+		return DefaultBusyRetries
+	case cfg.busyRetries < 0:
+		return 0
+	}
+	return cfg.busyRetries
+}
+
+// tooLongRetryAfter reports a server's Retry-After longer than
+// MaxRetryAfter allows.
+func (cfg *config) tooLongRetryAfter(d time.Duration) bool {
+	return cfg.maxRetryAfter > 0 && d > cfg.maxRetryAfter
+}
+
+// hostHold is how long a response's Retry-After holds its host: all of it,
+// but no longer than MaxRetryAfter when that is set.
+func (cfg *config) hostHold(retryAfter time.Duration) time.Duration {
+	if cfg.tooLongRetryAfter(retryAfter) {
+		return cfg.maxRetryAfter
+	}
+	return retryAfter
 }
 
 // policyRetry is maybeRetry under a RetryPolicy that covers resp's error.
@@ -46,7 +93,14 @@ func (r *run) policyRetry(resp *Response, p *RetryOptions, he *HTTPError) bool {
 		return false
 	}
 	delay := max(p.backoff(req.attempt, rand.Int64N), resp.retryAfter)
-	if err := r.front.retry(r.ctx, req, time.Now().Add(delay)); err != nil {
+	reason := WaitBackoff
+	if resp.retryAfter > 0 && resp.retryAfter >= delay {
+		reason = WaitRetryAfter
+	}
+	until := time.Now().Add(delay)
+	w := r.waits.begin(req, reason, resp.StatusCode, until)
+	if err := r.front.retry(r.ctx, req, until); err != nil {
+		r.waits.cancel(w)
 		r.c.logger.Warn("cannot retry request", "url", req.URL.Redacted(), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
@@ -80,17 +134,13 @@ func serverBusy(resp *Response, status int) bool {
 // OnError as a *RetryError.
 func (r *run) busyRetry(resp *Response) bool {
 	req := resp.Request
-	bound := r.cfg.busyRetries
-	switch {
-	case bound == 0:
-		bound = DefaultBusyRetries
-	case bound < 0:
-		bound = 0
-	}
-	if req.attempt > bound {
+	if req.attempt > r.cfg.busyBound() {
 		return false
 	}
-	if err := r.front.retry(r.ctx, req, time.Now().Add(resp.retryAfter)); err != nil {
+	until := time.Now().Add(resp.retryAfter)
+	w := r.waits.begin(req, WaitRetryAfter, resp.StatusCode, until)
+	if err := r.front.retry(r.ctx, req, until); err != nil {
+		r.waits.cancel(w)
 		r.c.logger.Warn("cannot retry request", "url", logURL(req), "method", req.Method, "request_id", req.ID, "err", err)
 		return false
 	}
@@ -109,7 +159,9 @@ func (r *run) waitRobots(resp *Response, until time.Time) bool {
 		return false
 	}
 	req.attempt-- // the copy the frontier makes counts one more
+	w := r.waits.begin(req, WaitRobots, 0, until)
 	if err := r.front.retry(r.ctx, req, until); err != nil {
+		r.waits.cancel(w)
 		req.attempt++
 		r.c.logger.Warn("cannot hold request for robots.txt", "url", req.URL.Redacted(), "request_id", req.ID, "err", err)
 		return false
@@ -219,4 +271,121 @@ func (p *RetryOptions) backoff(attempt int, random func(int64) int64) time.Durat
 		return d
 	}
 	return half + time.Duration(random(int64(half)+1))
+}
+
+// Why a request waits (Wait.Reason).
+const (
+	// WaitRetryAfter: the server answered with a Retry-After (a 429, or a
+	// 503 with Retry-After, or a status a RetryPolicy retries).
+	WaitRetryAfter = "Retry-After"
+	// WaitBackoff: a RetryPolicy's back-off after a failure.
+	WaitBackoff = "backoff"
+	// WaitRobots: the host's robots.txt could not be fetched, and is
+	// fetched again at Until.
+	WaitRobots = "robots.txt"
+)
+
+// Wait is a request that waits in the frontier, holding no worker, before
+// it is sent (again): Stats.Waits lists them while a crawl runs.
+type Wait struct {
+	// URL is the request's URL, its password redacted.
+	URL    string `json:"url"`
+	Method string `json:"method"`
+	// Reason is why it waits: WaitRetryAfter, WaitBackoff or WaitRobots.
+	Reason string `json:"reason"`
+	// Status is the HTTP status that made it wait (429, 503, ...); 0 when
+	// none did (a network error, robots.txt).
+	Status int `json:"status,omitempty"`
+	// Attempt counts the tries made so far (0 before the first).
+	Attempt int `json:"attempt"`
+	// Until is when it may go again; its host's turn may come later.
+	Until time.Time `json:"until"`
+}
+
+// maxStatsWaits bounds Stats.Waits, as maxStatsHosts bounds Stats.Hosts.
+const maxStatsWaits = 50
+
+// waitList holds a run's waiting requests (Stats.Waits), keyed by method
+// and URL: a retry comes back from the frontier as a copy, or (from a
+// queue) as a new Request. An entry ends when its request leaves the
+// frontier (left), or at its Until, whichever comes first: a request that
+// another process leased, or whose URL a redirect changed, is not seen
+// leaving. Safe for concurrent use; the zero value is empty.
+type waitList struct {
+	// n counts the entries, so that the feeder, which tells every request
+	// it takes, skips the lock while nothing waits.
+	n atomic.Int32
+	// mu guards m.
+	mu sync.Mutex
+	m  map[string]Wait
+}
+
+// waitKey is the key of req's entry.
+func waitKey(req *Request) string { return req.Method + " " + req.URL.String() }
+
+// begin adds req's wait until until, and returns its key for cancel; a
+// wait already over adds nothing.
+func (l *waitList) begin(req *Request, reason string, status int, until time.Time) string {
+	if !until.After(time.Now()) || req.URL == nil {
+		return ""
+	}
+	k := waitKey(req)
+	w := Wait{URL: req.URL.Redacted(), Method: req.Method, Reason: reason, Status: status, Attempt: req.attempt, Until: until}
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]Wait{}
+	}
+	l.m[k] = w
+	l.n.Store(int32(len(l.m)))
+	l.mu.Unlock()
+	return k
+}
+
+// cancel removes the entry begin returned the key of (a retry that failed).
+func (l *waitList) cancel(k string) {
+	if k == "" {
+		return
+	}
+	l.mu.Lock()
+	delete(l.m, k)
+	l.n.Store(int32(len(l.m)))
+	l.mu.Unlock()
+}
+
+// left ends req's wait, if it had one: it left the frontier.
+func (l *waitList) left(req *Request) {
+	if l.n.Load() == 0 || req.URL == nil {
+		return
+	}
+	l.cancel(waitKey(req))
+}
+
+// snapshot returns how many requests wait at now, and at most max of
+// them, the longest wait first; it drops the entries whose time is over.
+func (l *waitList) snapshot(now time.Time, max int) (int, []Wait) {
+	if l.n.Load() == 0 {
+		return 0, nil
+	}
+	l.mu.Lock()
+	out := make([]Wait, 0, len(l.m))
+	for k, w := range l.m {
+		if !w.Until.After(now) {
+			delete(l.m, k)
+			continue
+		}
+		out = append(out, w)
+	}
+	l.n.Store(int32(len(l.m)))
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b Wait) int {
+		if c := b.Until.Compare(a.Until); c != 0 {
+			return c
+		}
+		return strings.Compare(a.URL, b.URL)
+	})
+	n := len(out)
+	if len(out) > max {
+		out = out[:max]
+	}
+	return n, out
 }

@@ -45,6 +45,14 @@ type Stats struct {
 	// Hosts are the hosts of the current crawl with requests in flight or
 	// waiting in the gate, the busiest first, at most 50.
 	Hosts []limits.HostStat `json:"hosts,omitempty"`
+	// Waiting is how many requests of the current crawl wait in the
+	// frontier before they are sent (again): retries waiting out a
+	// Retry-After (see MaxRetryAfter) or a RetryPolicy's back-off, and
+	// requests waiting for their host's unreachable robots.txt. Waits
+	// lists them, the longest wait first, at most 50. A wait ends when its
+	// request leaves the frontier, or at its Until.
+	Waiting int    `json:"waiting"`
+	Waits   []Wait `json:"waits,omitempty"`
 	// Refused counts requests refused before they were sent, by reason
 	// (the Refused* constants); reasons never seen are absent.
 	Refused map[string]uint64 `json:"refused"`
@@ -149,6 +157,7 @@ func (c *Collector) Stats() Stats {
 		st.Pending = r.front.pending()
 		st.Parked = r.gate.Stats().Parked
 		st.Hosts = r.gate.HostStats(maxStatsHosts)
+		st.Waiting, st.Waits = r.waits.snapshot(time.Now(), maxStatsWaits)
 	}
 	return st
 }
@@ -167,6 +176,12 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "pending %d, parked %d, not started (crawl stopped) %d", s.Pending, s.Parked, s.NotStarted)
 	for _, h := range s.Hosts {
 		fmt.Fprintf(&b, "\n  %s: %d in flight, %d waiting", h.Host, h.InFlight, h.Waiting)
+	}
+	if s.Waiting > 0 {
+		fmt.Fprintf(&b, "\nwaiting %d", s.Waiting)
+		for _, w := range s.Waits {
+			fmt.Fprintf(&b, "\n  %s until %s: %s %s", w.Reason, w.Until.Format(time.TimeOnly), w.Method, w.URL)
+		}
 	}
 	return b.String()
 }
@@ -198,8 +213,9 @@ func byteSize(n uint64) string {
 }
 
 // ProgressInterval makes every crawl log a progress line (pages, pages/s,
-// pending, errors) through the Logger at Info every d; 0, the default, logs
-// none. The line stops with the crawl.
+// pending, errors, and while requests wait for a retry or robots.txt how
+// many, and the longest wait's reason, url and duration) through the Logger
+// at Info every d; 0, the default, logs none. The line stops with the crawl.
 func ProgressInterval(d time.Duration) CollectorOption {
 	return func(c *Collector) { c.progressEvery = d }
 }
@@ -215,10 +231,18 @@ func (r *run) progress(ctx context.Context, d time.Duration) {
 			return
 		case <-tick.C:
 			st := r.c.Stats()
-			r.c.logger.LogAttrs(ctx, slog.LevelInfo, "progress",
+			attrs := []slog.Attr{
 				slog.Uint64("pages", uint64(st.Responses)), slog.Float64("pages_per_s", st.PagesPerSecond),
 				slog.Int("pending", st.Pending), slog.Uint64("items", st.ItemsScraped),
-				slog.Uint64("errors", st.StatusClasses["4xx"]+st.StatusClasses["5xx"]+st.ItemsFailed))
+				slog.Uint64("errors", st.StatusClasses["4xx"]+st.StatusClasses["5xx"]+st.ItemsFailed),
+			}
+			if len(st.Waits) > 0 {
+				// Why the crawl seems to stand still: the wait that ends last.
+				w := st.Waits[0]
+				attrs = append(attrs, slog.Int("waiting", st.Waiting), slog.String("reason", w.Reason),
+					slog.String("url", w.URL), slog.Duration("duration", time.Until(w.Until).Round(time.Second)))
+			}
+			r.c.logger.LogAttrs(ctx, slog.LevelInfo, "progress", attrs...)
 		}
 	}
 }

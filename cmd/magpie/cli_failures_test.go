@@ -189,8 +189,8 @@ func TestCLIFailuresQuietByDefault(t *testing.T) {
 	}
 }
 
-// With --field, --include-failed adds a status column (last), so that
-// failed pages are told apart in a CSV.
+// With --field, --include-failed adds status, kind and error columns
+// (last), so that failed pages are told apart in a CSV.
 func TestCLIIncludeFailedWithFields(t *testing.T) {
 	site := failingSite(t, "http://127.0.0.1:1")
 	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "-q", "--timeout", "300ms", "--retries", "0",
@@ -200,12 +200,13 @@ func TestCLIIncludeFailedWithFields(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	slices.Sort(lines[1:])
+	// Issue 40 point 12: and the failure's kind and error.
 	want := []string{
-		"url,title,status",
-		site.URL + "/,home,200",
-		site.URL + "/broken,,500",
-		site.URL + "/missing,,404",
-		site.URL + "/ok,ok,200",
+		"url,title,status,kind,error",
+		site.URL + "/,home,200,,",
+		site.URL + "/broken,,500,http,Internal Server Error",
+		site.URL + "/missing,,404,http,Not Found",
+		site.URL + "/ok,ok,200,,",
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("CSV:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

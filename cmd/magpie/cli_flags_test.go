@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +118,7 @@ func TestCLIRetriesZeroMeansNoBusyRetries(t *testing.T) {
 	if n := hits["/busy"]; n != 1 {
 		t.Errorf("/busy (429) requested %d times with --retries 0, want 1", n)
 	}
-	if !strings.Contains(r.stderr, "http 429") || strings.Contains(r.stderr, "retries") {
+	if !strings.Contains(r.stderr, "http 429") || regexp.MustCompile(`\bretr(y|ies)\b`).MatchString(r.stderr) {
 		t.Errorf("summary should count the 429 as failed, with no retries:\n%s", r.stderr)
 	}
 }

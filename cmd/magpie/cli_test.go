@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/magpiecrawl/magpie"
 )
 
 // Issue 19 points 2 and 3: a crawl that cannot start leaves an existing
@@ -671,14 +673,14 @@ func scriptSite() *http.ServeMux {
 // stays under 60 characters, parts left out rather than wrapped.
 func TestProgressLineFitsWidth(t *testing.T) {
 	c := counts{pages: 123456, failed: map[string]int{"http 404": 4321}, skipped: map[string]int{"already visited (skipped)": 987654}}
-	full := progressLine(c, 5000, 93*time.Second, 0)
+	full := progressLine(c, &magpie.Stats{Pending: 5000}, 93*time.Second, 0)
 	for _, want := range []string{"123456 pages", "4321 failed", "5000 queued", "987654 skipped", "pages/s", "93s"} {
 		if !strings.Contains(full, want) {
 			t.Errorf("progressLine() = %q, want it to contain %q", full, want)
 		}
 	}
 	for _, width := range []int{200, 80, 60, 40, 20, 5, 1} {
-		line := progressLine(c, 5000, 93*time.Second, width)
+		line := progressLine(c, &magpie.Stats{Pending: 5000}, 93*time.Second, width)
 		if len(line) > max(width-1, 0) {
 			t.Errorf("progressLine(width %d) = %q (%d chars), want at most %d", width, line, len(line), width-1)
 		}
@@ -689,7 +691,7 @@ func TestProgressLineFitsWidth(t *testing.T) {
 			t.Errorf("progressLine(width %d) = %q holds a line break", width, line)
 		}
 	}
-	if got := progressLine(c, 5000, 93*time.Second, 200); got != full {
+	if got := progressLine(c, &magpie.Stats{Pending: 5000}, 93*time.Second, 200); got != full {
 		t.Errorf("progressLine(width 200) = %q, want the full line %q", got, full)
 	}
 }
@@ -708,7 +710,7 @@ func TestProgressPlainWhenNotATerminal(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		progress(ctx, buf, tl, time.Now(), time.Millisecond, live, nil, func() int { return 2 })
+		progress(ctx, buf, tl, time.Now(), time.Millisecond, live, nil, func() magpie.Stats { return magpie.Stats{Pending: 2} })
 	}()
 	deadline := time.After(time.Minute)
 	for range 3 {

@@ -30,6 +30,7 @@ type crawlFlags struct {
 	depth, parallel, retries, maxPages int
 	maxPagesPerHost                    int
 	delay, timeout, maxDuration        time.Duration
+	maxRetryAfter                      time.Duration
 	out, format, follow, metrics       string
 	userAgent, proxy, scope, state     string
 	stateDir                           string // to create for --state DIR/ (statePath)
@@ -94,6 +95,7 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringVar(&f.proxy, "proxy", "", "send every request through this proxy (http://, https:// or socks5:// URL)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on each request, body included (0: none)")
 	fs.IntVar(&f.retries, "retries", 2, "tries after a connection error, timeout, 408, 425, 429, 500, 502, 503 or 504 (0: none)")
+	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", defaultMaxRetryAfter, "longest server Retry-After to wait for: a page asked to wait longer fails at once as busy, and its host waits this long only (0: wait as asked, up to 10m)")
 	fs.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt")
 	fs.BoolVar(&f.sitemaps, "sitemaps", false, "also crawl the pages of the sitemaps robots.txt lists and of /sitemap.xml")
 	fs.StringVar(&f.state, "state", "", "keep the crawl's state in this SQLite file (in DIR/"+stateFileName+" for a directory: one that exists, or a path ending in /); run again with the same --state to resume (the output grows, whatever its format)")
@@ -179,7 +181,7 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	cfg := crawlConfig{
 		starts: args, depth: f.depth, parallel: f.parallel, delay: f.delay, politeness: f.politeness.p,
 		allowLoopback: f.allowLoopback, fields: f.fields, follow: f.follow,
-		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries,
+		userAgent: f.userAgent, proxy: proxyWithScheme(f.proxy), timeout: f.timeout, retries: f.retries, maxRetryAfter: f.maxRetryAfter,
 		maxPages: f.maxPages, maxPagesPerHost: f.maxPagesPerHost, excludeExt: f.excludeExt, scope: f.scope,
 		noParent: f.noParent, ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
@@ -235,6 +237,8 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		return cfg, usagef("--depth, --max-pages and --retries must be >= 0, --parallel >= 1")
 	case f.maxPagesPerHost < 0:
 		return cfg, usagef("--max-pages-per-host must be >= 0")
+	case f.maxRetryAfter < 0:
+		return cfg, usagef("--max-retry-after %v: want a duration of 0 or more", f.maxRetryAfter)
 	case f.scope != "host" && f.scope != "domain" && f.scope != "subdomains":
 		return cfg, usagef("--scope %q: want host, domain or subdomains", f.scope)
 	}
@@ -282,8 +286,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return err
 	}
 	defer cfg.failures.close()
+	// A second Ctrl-C: the --errors lines name every page found linking.
+	defer onForcedExit(cmd.Context(), cfg.failures.close)()
 	t, began := &tally{}, time.Now()
-	stopMetrics, stopProgress := func() {}, func() {}
+	stopMetrics, stopProgress, stopWaits := func() {}, func() {}, func() {}
 	started := false
 	cfg.onStart = func(c *magpie.Collector) error {
 		if f.metrics != "" {
@@ -293,7 +299,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 			}
 			stopMetrics = stop
 		}
-		stopProgress = startProgress(progressTo, t, began, f.quiet, 200*time.Millisecond, func() int { return c.Stats().Pending })
+		stopProgress = startProgress(progressTo, t, began, f.quiet, 200*time.Millisecond, c.Stats)
+		stopWaits = watchWaits(c.Stats, cfg.failures)
 		started = true
 		return nil
 	}
@@ -304,6 +311,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	stats, crawlErr := crawl(ctx, cfg, t, out.Processor())
 	crawlErr = errors.Join(crawlErr, finishWARC())
 	stopProgress()
+	stopWaits()
 	stopMetrics()
 	if _, ok := errors.AsType[*usageError](crawlErr); ok {
 		return errors.Join(crawlErr, out.abandon())
@@ -424,6 +432,12 @@ func serveMetrics(addr string, c *magpie.Collector, stderr io.Writer) (stop func
 		<-served
 	}, nil
 }
+
+// defaultMaxRetryAfter is --max-retry-after's default: a server that asks
+// for a minute's pause gets it (and its host waits as long), and one that
+// asks for more does not stall the crawl: its page fails as busy, to be
+// fetched by a later run.
+const defaultMaxRetryAfter = time.Minute
 
 // errMaxDuration is the cause of a crawl stopped by --max-duration.
 var errMaxDuration = errors.New("--max-duration reached")

@@ -63,6 +63,9 @@ type crawlConfig struct {
 	// recrawlExplicit is set when a recrawl flag was given.
 	recrawl         *magpie.RecrawlPolicy
 	recrawlExplicit bool
+	// maxRetryAfter bounds the wait for a server's Retry-After (0: the
+	// library's MaxHold); a longer one fails the page as busy.
+	maxRetryAfter time.Duration
 	// fetcher, when set, downloads the pages (the headless browser).
 	fetcher magpie.Fetcher
 	// onStart, when set, is given the collector before the crawl starts;
@@ -97,6 +100,10 @@ type pageRecord struct {
 	Links  int    `json:"links"`
 	// Change is what a recrawl found (new, changed, unchanged, gone).
 	Change string `json:"change,omitempty"`
+	// Kind and Error say why a failed page (--include-failed) failed, as
+	// --errors does.
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // pageColumns are a pageRecord's CSV columns, fixed in a --state crawl:
@@ -149,14 +156,23 @@ func (cfg *crawlConfig) columns() []string {
 		return pageColumns
 	}
 	if len(cfg.fields) == 0 {
-		return nil // pageRecord's field order
+		if !cfg.includeFailed {
+			return nil // pageRecord's field order
+		}
+		// A failed page's kind and error: columns, whichever item comes first.
+		cols := []string{"url", "status", "title", "depth", "links"}
+		if cfg.recrawl != nil {
+			cols = append(cols, "change")
+		}
+		return append(cols, "kind", "error")
 	}
 	cols := []string{"url"}
 	for _, f := range cfg.fields {
 		cols = append(cols, f.name)
 	}
 	if cfg.includeFailed {
-		cols = append(cols, "status") // failed pages are told apart by it
+		// Failed pages are told apart by these.
+		cols = append(cols, "status", "kind", "error")
 	}
 	return cols
 }
@@ -487,6 +503,9 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 		// retries of 429 and 503 with Retry-After either.
 		opts = append(opts, magpie.BusyRetries(0))
 	}
+	if cfg.maxRetryAfter > 0 {
+		opts = append(opts, magpie.MaxRetryAfter(cfg.maxRetryAfter))
+	}
 	if cfg.maxPages > 0 {
 		opts = append(opts, magpie.MaxRequests(uint32(cfg.maxPages)))
 	}
@@ -577,12 +596,13 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 		// Links are checked before Visit; a sitemap's entries (depth 1,
 		// with the sitemap as parent) are checked here.
 		if r.Depth == 1 && r.ParentURL() != "" && !sc.allows(r.URL) {
-			t.skip(skipKind(magpie.ErrForbiddenDomain))
+			t.skip(skipKind(magpie.ErrForbiddenDomain), r.URL.String())
 			r.Abort()
 		}
 	})
 	c.OnResponse(func(r *magpie.Response) {
 		st.fetched(r.Request)
+		fl.fetched(r)
 		// Where a start URL landed joins the scope; other pages are in it.
 		sc.add(r.Request.URL)
 		if _, ok := st.of(r.Request); ok {
@@ -611,15 +631,15 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 		// redirect as a level and so would refuse a start URL's redirect
 		// under --depth 1.
 		if cfg.depth > 0 && e.Request.Depth >= cfg.depth {
-			t.skip(skipKind(magpie.ErrMaxDepth))
+			t.skip(skipKind(magpie.ErrMaxDepth), link)
 			return
 		}
 		if u, err := url.Parse(link); err == nil && !sc.allows(u) {
-			t.skip(skipKind(magpie.ErrForbiddenDomain))
+			t.skip(skipKind(magpie.ErrForbiddenDomain), link)
 			return
 		}
 		if len(cfg.include) > 0 && !matchAny(cfg.include, link) {
-			t.skip("not in --include (skipped)")
+			t.skip("not in --include (skipped)", link)
 			return
 		}
 		// Refusals (scope, robots.txt, already visited) reach OnRefused.
@@ -642,7 +662,7 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 				rec.values = append(rec.values, strings.TrimSpace(v))
 			}
 			if cfg.includeFailed {
-				rec.values = append(rec.values, strconv.Itoa(e.Response.StatusCode))
+				rec.values = append(rec.values, strconv.Itoa(e.Response.StatusCode), "", "")
 			}
 			e.Emit(rec)
 		})
@@ -674,9 +694,17 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 		}
 	})
 	c.OnRefused(func(r *magpie.Request, err error) {
-		t.refused(err)
+		kind, first := t.refused(r, err)
+		switch {
+		case kind == "":
+			fl.linkedAgain(r) // a page already taken
+		case first && (errors.Is(err, magpie.ErrRobotsTxtBlocked) || errors.Is(err, magpie.ErrRobotsTxtUnavailable)):
+			fl.skipped(kind, r)
+		}
 		st.failedRequest(r, err)
-		fl.refused(r, err)
+		if first {
+			fl.refused(r, err) // each URL once, as for robots.txt
+		}
 	})
 }
 

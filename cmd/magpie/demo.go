@@ -48,7 +48,7 @@ func runDemo(cmd *cobra.Command, parallel int, delay, latency time.Duration, qui
 	// The demo site is on loopback: the guard lets only that through.
 	cfg := crawlConfig{starts: []string{base}, parallel: parallel, delay: delay, allowLoopback: true, timeout: 10 * time.Second,
 		onStart: func(c *magpie.Collector) error {
-			stop = startProgress(stderr, t, began, quiet, 100*time.Millisecond, func() int { return c.Stats().Pending })
+			stop = startProgress(stderr, t, began, quiet, 100*time.Millisecond, c.Stats)
 			return nil
 		}}
 	discard := func(context.Context, *magpie.Item) error { return nil }

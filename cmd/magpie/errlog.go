@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/magpiecrawl/magpie/render"
@@ -28,9 +28,9 @@ type failFlags struct {
 }
 
 func (f *failFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.errorsFile, "errors", "", "write one JSON line per failed request to `FILE`: url, status, kind, error, attempts, from (the page that linked to it)")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each failed request on standard error: kind, status, URL and the page that linked to it")
-	fs.BoolVar(&f.includeFailed, "include-failed", false, "also write an item for each failed page (status 0 when no answer came), so that the output lists every URL tried")
+	fs.StringVar(&f.errorsFile, "errors", "", "write one JSON line per failed request to `FILE`: url, status, kind, error, attempts, from (the page that linked to it) and linked_from (up to 10 pages that link to it)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print on standard error each failed request (kind, status, URL and the page that linked to it), each URL robots.txt blocks, and each request that waits (Retry-After, back-off, robots.txt)")
+	fs.BoolVar(&f.includeFailed, "include-failed", false, "also write an item for each failed page (status 0 when no answer came, with the failure's kind and error), so that the output lists every URL tried")
 }
 
 // Failure kinds: the "kind" of an --errors line and, but for http, the
@@ -48,6 +48,7 @@ const (
 	kindConnection = "connection"
 	kindPrivate    = "private network"
 	kindCancelled  = "cancelled"
+	kindBusy       = "busy" // a Retry-After over --max-retry-after
 	kindOther      = "other"
 )
 
@@ -55,6 +56,9 @@ const (
 // itself was ending (Ctrl-C, --max-duration), so that a context error is
 // the crawl's, not a timeout of the request's own.
 func errorKind(err error, stopping bool) string {
+	if errors.Is(err, magpie.ErrRetryAfterTooLong) {
+		return kindBusy // an *HTTPError too, which names the status
+	}
 	if _, ok := errors.AsType[*magpie.HTTPError](err); ok {
 		return kindHTTP
 	}
@@ -157,6 +161,10 @@ type failure struct {
 	Error    string `json:"error"`
 	Attempts int    `json:"attempts"`
 	From     string `json:"from,omitempty"`
+	// LinkedFrom lists up to maxReferrers pages that link to the URL, From
+	// first; LinkedFromMore counts the others.
+	LinkedFrom     []string `json:"linked_from,omitempty"`
+	LinkedFromMore int      `json:"linked_from_more,omitempty"`
 }
 
 // failures reports the failed requests: the summary's tally, the --errors
@@ -166,13 +174,17 @@ type failures struct {
 	stopping func() bool // whether the crawl is ending
 	proxy    string      // --proxy, for messages
 
-	// mu guards the writers.
+	// mu guards everything below but log and verbose, which are set
+	// before the crawl (a nil log or verbose is read without it).
 	mu      sync.Mutex
 	log     io.Writer // --errors; nil without
 	file    *os.File  // the --errors file, to close
+	base    int64     // the file's size before this run (--state appends)
 	logErr  error     // the first error writing log
 	verbose io.Writer // -v; nil without
 	clear   bool      // verbose is a terminal with a live progress line
+	// links follows the pages that link to each URL, for --errors.
+	links linkLog
 }
 
 // open returns the failures to report as the flags ask, with the --errors
@@ -191,6 +203,12 @@ func (f *failFlags) open(state string, quiet bool, stderr io.Writer) (*failures,
 			return nil, err
 		}
 		fl.log, fl.file = file, file
+		if resuming {
+			if fl.base, err = file.Seek(0, io.SeekEnd); err != nil {
+				file.Close()
+				return nil, fmt.Errorf("--errors: %w", err)
+			}
+		}
 	}
 	if f.verbose {
 		fl.verbose = stderr
@@ -200,16 +218,47 @@ func (f *failFlags) open(state string, quiet bool, stderr io.Writer) (*failures,
 	return fl, nil
 }
 
-// close closes the --errors file.
+// close closes the --errors file, once its lines name the pages found
+// linking to each URL after it was written (see rewrite).
 func (fl *failures) close() {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.file != nil {
+		if fl.links.dirty && fl.logErr == nil {
+			fl.logErr = fl.rewrite()
+		}
 		if err := fl.file.Close(); err != nil && fl.logErr == nil {
 			fl.logErr = err
 		}
 		fl.file = nil
 	}
+}
+
+// rewrite writes this run's --errors lines again, in place of those
+// written as each request failed, now that the pages linking to each URL
+// are known; the lines of earlier runs (--state) are kept. A file that is
+// not a regular file (a pipe) keeps the lines as they were written. fl.mu
+// is held.
+func (fl *failures) rewrite() error {
+	if st, err := fl.file.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	var buf bytes.Buffer
+	for _, rec := range fl.links.records {
+		line, err := rec.line()
+		if err != nil {
+			return err
+		}
+		buf.Write(append(line, '\n'))
+	}
+	if err := fl.file.Truncate(fl.base); err != nil {
+		return err
+	}
+	if _, err := fl.file.Seek(fl.base, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := fl.file.Write(buf.Bytes())
+	return err
 }
 
 // openErrorLog creates (or, when appending, opens at its end) the --errors
@@ -258,34 +307,31 @@ func (fl *failures) record(r *magpie.Response, err error) failure {
 	if fl.t != nil {
 		fl.t.fail(l)
 	}
-	fl.write(f, l)
+	fl.write(responseKeys(r), f, l)
 	return f
 }
 
-func (fl *failures) write(f failure, label string) {
+// write writes f's --errors line, for the URLs keys (see responseKeys),
+// and its -v line.
+func (fl *failures) write(keys []uint64, f failure, label string) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.log != nil && fl.logErr == nil {
-		line, err := json.Marshal(f)
+		line, err := fl.failedRecord(keys, f).line()
 		if err == nil {
 			_, err = fl.log.Write(append(line, '\n'))
 		}
 		fl.logErr = err
 	}
 	if fl.verbose != nil {
-		var b strings.Builder
-		if fl.clear {
-			b.WriteString("\r\x1b[K")
-		}
-		fmt.Fprintf(&b, "failed: %s: %s", label, f.URL)
+		msg := fmt.Sprintf("failed: %s: %s", label, f.URL)
 		if f.From != "" {
-			fmt.Fprintf(&b, " (from %s)", f.From)
+			msg += fmt.Sprintf(" (from %s)", f.From)
 		}
 		if f.Kind != kindHTTP {
-			fmt.Fprintf(&b, ": %s", f.Error)
+			msg += ": " + f.Error
 		}
-		b.WriteByte('\n')
-		_, _ = io.WriteString(fl.verbose, b.String())
+		fl.say(msg)
 	}
 }
 
@@ -311,6 +357,46 @@ func (fl *failures) refused(r *magpie.Request, err error) {
 	_, _ = io.WriteString(fl.verbose, b.String())
 }
 
+// say writes msg as a -v line (clearing the live progress line first);
+// fl.mu is held.
+func (fl *failures) say(msg string) {
+	if fl.clear {
+		msg = "\r\x1b[K" + msg
+	}
+	_, _ = io.WriteString(fl.verbose, msg+"\n")
+}
+
+// skipped names on the -v lines a URL robots.txt keeps out (each once: the
+// caller tells the first time).
+func (fl *failures) skipped(kind string, r *magpie.Request) {
+	if fl.verbose == nil || r == nil || r.URL == nil {
+		return
+	}
+	msg := fmt.Sprintf("skipped: %s: %s", kind, r.URL.Redacted())
+	if from := r.ParentURL(); from != "" {
+		msg += fmt.Sprintf(" (from %s)", from)
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	fl.say(msg)
+}
+
+// waiting names on the -v lines a request that waits before it is sent
+// (again), and why.
+func (fl *failures) waiting(w magpie.Wait) {
+	if fl.verbose == nil {
+		return
+	}
+	msg := fmt.Sprintf("waiting: %s, %s", w.Reason, secondsLeft(w.Until))
+	if w.Status != 0 {
+		msg += fmt.Sprintf(" (http %d)", w.Status)
+	}
+	msg += ": " + w.URL
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	fl.say(msg)
+}
+
 // err returns the first error writing the --errors file.
 func (fl *failures) err() error {
 	fl.mu.Lock()
@@ -329,19 +415,20 @@ func (fl *failures) message(err error) string {
 	return describe(err, fl.proxy)
 }
 
-// failedItem is the --include-failed item of a failed page: its URL and
-// status (0 when no answer came), without title or links; with --field,
-// empty fields and a status column.
+// failedItem is the --include-failed item of a failed page: its URL,
+// status (0 when no answer came), and the failure's kind and error, without
+// title or links; with --field, empty fields and status, kind and error
+// columns.
 func failedItem(cfg crawlConfig, r *magpie.Response, f failure) any {
 	u := r.Request.URL.String()
 	if len(cfg.fields) == 0 {
-		return pageRecord{URL: u, Status: f.Status, Depth: r.Request.Depth}
+		return pageRecord{URL: u, Status: f.Status, Depth: r.Request.Depth, Kind: f.Kind, Error: f.Error}
 	}
 	rec := fieldRecord{names: cfg.columns(), values: []string{u}}
 	for range cfg.fields {
 		rec.values = append(rec.values, "")
 	}
-	rec.values = append(rec.values, strconv.Itoa(f.Status))
+	rec.values = append(rec.values, strconv.Itoa(f.Status), f.Kind, f.Error)
 	return rec
 }
 
