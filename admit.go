@@ -798,12 +798,22 @@ func (c *Collector) releaseHost(req *Request) {
 // (MaxRequests, or MaxRequestsPerHost): over (ErrMaxRequests or
 // ErrMaxRequestsPerHost), unless req is already visited, as a link back to
 // a page fetched is. So Stats().Refused and OnRefused count the pages the
-// budget kept out, not the links to those it let in.
+// budget kept out, not the links to those it let in. A queue entry whose
+// visited mark its Lease batch set (premark) is no link back: its own mark
+// is no visit, and the entry stays over the budget (queued for a later run,
+// for MaxRequests).
 func (c *Collector) overBudget(cfg *config, req *Request, over error) error {
-	if req.checkRevisit && !cfg.allowRevisit {
-		if seen, err := c.storage().IsVisited(req.visitKey); err == nil && seen {
-			return &AlreadyVisitedError{Destination: req.URL}
-		}
+	if !req.checkRevisit || cfg.allowRevisit || req.entry.ownsMark {
+		return over
+	}
+	switch req.entry.premark {
+	case premarkSeen:
+		return &AlreadyVisitedError{Destination: req.URL}
+	case premarkAdded, premarkUnknown:
+		return over
+	}
+	if seen, err := c.storage().IsVisited(req.visitKey); err == nil && seen {
+		return &AlreadyVisitedError{Destination: req.URL}
 	}
 	return over
 }

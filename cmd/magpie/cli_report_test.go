@@ -174,3 +174,20 @@ func TestErrorLogRewriteKeepsEarlierRuns(t *testing.T) {
 		t.Errorf("--errors file:\n%s\nwant:\n%s", data, want)
 	}
 }
+
+// The summary's first line counts pages in the singular too: "crawled 1
+// page", not "1 pages".
+func TestCLICrawledOnePage(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>alone</title>`)
+	}))
+	t.Cleanup(site.Close)
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--ignore-robots", "-o", filepath.Join(t.TempDir(), "o.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)^crawled 1 page in [\d.]+s \(`).MatchString(r.stderr) {
+		t.Errorf("summary lacks \"crawled 1 page in\":\n%s", r.stderr)
+	}
+}

@@ -362,7 +362,7 @@ func watchWaits(stats func() magpie.Stats, fl *failures) (stop func()) {
 // skips by kind.
 func summary(w io.Writer, t *tally, elapsed time.Duration, retries uint64) {
 	c := t.snapshot()
-	fmt.Fprintf(w, "crawled %d pages in %.2fs (%s pages/s)", c.pages, elapsed.Seconds(), rate(c.pages, elapsed))
+	fmt.Fprintf(w, "crawled %s in %.2fs (%s pages/s)", plural(c.pages, "page", "pages"), elapsed.Seconds(), rate(c.pages, elapsed))
 	if retries > 0 {
 		fmt.Fprintf(w, ", %s", plural(int(retries), "retry", "retries"))
 	}
