@@ -14,7 +14,9 @@
 // read off the connection (status line, headers, body with its transfer
 // and content encodings) and a request record with the bytes as written,
 // linked by WARC-Concurrent-To and carrying WARC-Target-URI, WARC-Date,
-// WARC-IP-Address, WARC-Block-Digest and WARC-Payload-Digest (sha1, base32).
+// WARC-IP-Address, WARC-Block-Digest and WARC-Payload-Digest (sha1, base32;
+// the payload is the body with its chunked framing taken off and its content
+// encoding kept, as WARC 1.1 defines it).
 // A 304 becomes a revisit record (profile server-not-modified), and so does
 // a 2xx body identical to one already archived by the Writer (profile
 // identical-payload-digest, referring to the first capture; the Writer

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -154,7 +155,13 @@ func readAll(t *testing.T, dir string) []record {
 			if got, want := sha1Base32(b), h.Get(gowarc.WarcBlockDigest); got != want {
 				t.Errorf("%s: %s record of %s: block digest %s, computed %s", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), want, got)
 			}
-			if _, payload, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok && wr.Type() != gowarc.Revisit && h.Has(gowarc.WarcPayloadDigest) {
+			if head, payload, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok && wr.Type() != gowarc.Revisit && h.Has(gowarc.WarcPayloadDigest) {
+				if chunked(head) {
+					// The payload is the entity body, chunked framing off.
+					if payload, err = io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(payload))); err != nil {
+						t.Errorf("%s: %s record of %s: chunked body: %v", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), err)
+					}
+				}
 				if got, want := sha1Base32(payload), h.Get(gowarc.WarcPayloadDigest); got != want {
 					t.Errorf("%s: %s record of %s: payload digest %s, computed %s", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), want, got)
 				}
@@ -171,6 +178,17 @@ func readAll(t *testing.T, dir string) []record {
 		_ = r.Close()
 	}
 	return out
+}
+
+// chunked reports whether an HTTP message head says its body is chunked.
+func chunked(head []byte) bool {
+	for line := range strings.SplitSeq(string(head), "\r\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(name, "Transfer-Encoding") && strings.Contains(strings.ToLower(value), "chunked") {
+			return true
+		}
+	}
+	return false
 }
 
 func sha1Base32(b []byte) string {

@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,6 +206,11 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	block, payload, err := digests(x.Response)
 	if err != nil {
 		return fmt.Errorf("warc: reading the recorded response: %w", err)
+	}
+	if info.chunked {
+		// WARC's payload is the entity body: the chunked framing off,
+		// any content encoding kept (WARC 1.1, section 5.9).
+		payload = info.payload
 	}
 	id, err := newRecordID()
 	if err != nil {
@@ -491,6 +497,10 @@ type responseInfo struct {
 	mime      string
 	bodyLen   int64
 	truncated bool
+	// chunked is set for a body sent with chunked transfer coding; payload
+	// is then the SHA-1 of the body with its framing taken off.
+	chunked bool
+	payload [20]byte
 }
 
 // inspectResponse reads the recorded response as a client would: a body
@@ -515,10 +525,21 @@ func inspectResponse(br *bufio.Reader, b *magpie.WireBytes, req *http.Request) (
 		info.truncated = b.Len()-head < res.ContentLength
 		return info, nil
 	}
-	n, err := io.Copy(io.Discard, res.Body)
+	// Chunked (or framed by the connection's end): the body is read as a
+	// client reads it, framing taken off, and hashed on the way.
+	h := digesterPool.Get().(*digester)
+	defer digesterPool.Put(h)
+	h.payload.Reset()
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	n, err := io.CopyBuffer(h.payload, res.Body, *bp)
 	info.bodyLen = n
 	if err != nil {
 		info.truncated = true
+	}
+	if slices.Contains(res.TransferEncoding, "chunked") {
+		info.chunked = true
+		h.payload.Sum(info.payload[:0])
 	}
 	return info, nil
 }
