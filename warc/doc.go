@@ -28,7 +28,9 @@
 // Files are gzip-compressed record by record (gzip's fastest level), named
 // prefix-YYYYMMDDhhmmss-NNNNN.warc.gz, and rotated past MaxFileSize. A file
 // is written as name.warc.gz.open and renamed when closed, with its CDXJ
-// index (pywb's format) beside it as name.cdxj. New recovers a file a killed
+// index (pywb's format) beside it as name.cdxj; a request other than a GET
+// is keyed there with its method and body in the query
+// (…/form?__wb_method=post&a=1&b=two), as pywb and warcio key it. New recovers a file a killed
 // crawl left open: it keeps every whole record, renames the file and
 // indexes it; the new run writes a new file.
 //

@@ -191,12 +191,17 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		br.Reset(nil) // keeps no reference to the exchange's bytes
 		readerPool.Put(br)
 	}()
-	br.Reset(x.Request.NewReader())
+	src := &byteCount{r: x.Request.NewReader()}
+	br.Reset(src)
 	hreq, err := http.ReadRequest(br)
 	if err != nil {
 		return fmt.Errorf("%w: request: %w", ErrUnreadableExchange, err)
 	}
 	target := targetURI(x.Scheme, hreq)
+	rq, err := inspectRequest(hreq, x.Request, src.n-int64(br.Buffered()))
+	if err != nil {
+		return fmt.Errorf("warc: reading the recorded request: %w", err)
+	}
 	info, err := inspectResponse(br, x.Response, hreq)
 	if err != nil {
 		return fmt.Errorf("%w: response of %s: %w", ErrUnreadableExchange, target, err)
@@ -254,6 +259,9 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	if m.block, m.payload, err = digests(x.Request); err != nil {
 		return fmt.Errorf("warc: reading the recorded request: %w", err)
 	}
+	if rq.chunked {
+		m.payload = rq.payload
+	}
 	if m.id, err = newRecordID(); err != nil {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
@@ -270,7 +278,7 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		}
 	}
 
-	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload}
+	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload, method: hreq.Method, key: rq.key}
 	if out.kind() == gowarc.Revisit {
 		line.mime = "warc/revisit"
 	}
@@ -489,6 +497,45 @@ func targetURI(scheme string, r *http.Request) string {
 		return r.URL.String() // absolute form, through a proxy
 	}
 	return scheme + "://" + r.Host + r.RequestURI
+}
+
+// requestInfo is what the records and the index need of a request.
+type requestInfo struct {
+	// chunked is set for a body sent with chunked transfer coding; payload
+	// is then the SHA-1 of the body with its framing taken off.
+	chunked bool
+	payload [20]byte
+	// key is what the index key of a request other than a GET adds.
+	key methodKey
+}
+
+// inspectRequest reads what the records and index need of hreq, just read
+// from the recorded request b, whose header is head bytes long: a chunked
+// body's payload digest, and the key of a request other than a GET, from
+// the body as recorded (warcio keys it so).
+func inspectRequest(hreq *http.Request, b *magpie.WireBytes, head int64) (requestInfo, error) {
+	var info requestInfo
+	if slices.Contains(hreq.TransferEncoding, "chunked") {
+		h := sha1.New()
+		if _, err := io.Copy(h, hreq.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return info, err
+		}
+		info.chunked = true
+		h.Sum(info.payload[:0])
+	}
+	if hreq.Method == http.MethodGet {
+		return info, nil
+	}
+	r := b.NewReader()
+	if _, err := io.CopyN(io.Discard, r, head); err != nil {
+		return info, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r, maxKeyBody))
+	if err != nil {
+		return info, err
+	}
+	info.key = keyForMethod(hreq.Method, hreq.Header.Get("Content-Type"), body)
+	return info, nil
 }
 
 // responseInfo is what the index and the revisit decision need of a response.
