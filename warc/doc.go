@@ -30,9 +30,11 @@
 // is written as name.warc.gz.open and renamed when closed, with its CDXJ
 // index (pywb's format) beside it as name.cdxj; a request other than a GET
 // is keyed there with its method and body in the query
-// (…/form?__wb_method=post&a=1&b=two), as pywb and warcio key it. New recovers a file a killed
-// crawl left open: it keeps every whole record, renames the file and
-// indexes it; the new run writes a new file.
+// (…/form?__wb_method=post&a=1&b=two), as pywb and warcio key it. New
+// recovers a file a killed crawl left open (name.warc.gz.open, with its
+// unsorted index lines in name.cdxj.open): it keeps every whole record,
+// renames the file and indexes it from the lines of the records it kept;
+// the new run writes a new file.
 //
 // Request and response records are written straight from the recorded
 // bytes, with the digests computed as they were read once; the others

@@ -85,9 +85,10 @@ type Counts struct {
 }
 
 // New returns a Writer into dir (created if missing). A file a killed crawl
-// left open (name.warc.gz.open) is recovered first: cut after its last
-// whole record, indexed and renamed, so that the new run continues in a new
-// file with the next serial number.
+// left open (name.warc.gz.open, and its unsorted index lines,
+// name.cdxj.open) is recovered first: cut after its last whole record,
+// indexed from the lines of the records it kept and renamed, so that the
+// new run continues in a new file with the next serial number.
 func New(dir string, opts ...Option) (*Writer, error) {
 	o := defaultOptions()
 	for _, f := range opts {
