@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -54,9 +55,17 @@ func (c *Collector) archiveFetched(fr *FetchRequest, res *FetchResult, date time
 // WithArchiver hands every exchange of the collector and its clones to a.
 // To see the bytes on the wire, magpie wraps the connections its
 // *http.Transport dials: it speaks HTTP/1.1 only (no HTTP/2) and makes the TLS
-// handshake itself. Exchanges sent through a RoundTripper that is not an
-// *http.Transport and HTTPS through a proxy are not seen; pages a Fetcher
-// downloads reach an Archiver that is also a FetchArchiver. Set it before the crawl starts; nil turns archiving off.
+// handshake itself. HTTPS through a proxy (Transport.Proxy: http, https,
+// socks5 or socks5h) is seen too: magpie opens the tunnel itself (CONNECT,
+// with the transport's ProxyConnectHeader, GetProxyConnectHeader and
+// OnProxyConnectResponse, or SOCKS5) and makes the TLS handshake inside it,
+// keeping one pool of connections per proxy as the transport does; the
+// proxy function is then asked once per request, and an HTTPS redirect hop
+// goes through the proxy its request was given. Exchanges sent through a
+// RoundTripper that is not an *http.Transport are not seen: each is logged
+// at Warn ("exchange not archived"). Pages a Fetcher downloads reach an
+// Archiver that is also a FetchArchiver. Set it before the crawl starts; nil
+// turns archiving off.
 func WithArchiver(a Archiver) CollectorOption {
 	return func(c *Collector) { c.shared.backend.setArchiver(a) }
 }
@@ -286,11 +295,15 @@ func (b *httpBackend) setArchiver(a Archiver) {
 type archiveSession struct {
 	a      Archiver
 	c      *Collector
+	url    *url.URL
 	closed sync.Once
-	// mu guards hops and cur.
+	// mu guards hops, cur and missed.
 	mu   sync.Mutex
 	hops []*WireExchange
 	cur  *recordConn
+	// missed counts the hops on a connection magpie did not dial (a
+	// RoundTripper of the user's), which are not recorded.
+	missed int
 }
 
 func (s *archiveSession) gotConn(info httptrace.GotConnInfo) {
@@ -299,7 +312,8 @@ func (s *archiveSession) gotConn(info httptrace.GotConnInfo) {
 	defer s.mu.Unlock()
 	s.endHop()
 	if rc == nil {
-		return // not a connection magpie dialled (HTTPS through a proxy)
+		s.missed++ // not a connection magpie dialled
+		return
 	}
 	s.cur = rc
 	s.hops = append(s.hops, rc.begin())
@@ -313,14 +327,22 @@ func (s *archiveSession) endHop() {
 	s.cur = nil
 }
 
-// finish hands every recorded hop to the Archiver, once.
-func (s *archiveSession) finish() {
+// finish hands every recorded hop to the Archiver, once. answered says
+// whether a response arrived: a response without any recorded hop came
+// through a connection magpie did not dial, and is logged as not archived.
+func (s *archiveSession) finish(answered bool) {
 	s.closed.Do(func() {
 		s.mu.Lock()
 		s.endHop()
-		hops := s.hops
+		hops, missed := s.hops, s.missed
 		s.hops = nil
 		s.mu.Unlock()
+		if missed == 0 && answered && len(hops) == 0 {
+			missed = 1 // a RoundTripper that reported no connection
+		}
+		if missed > 0 {
+			s.c.logger.Warn("exchange not archived: sent through a RoundTripper that is not an *http.Transport", "url", s.url.Redacted(), "exchanges", missed)
+		}
 		for _, x := range hops {
 			if x.Request.Len() > 0 && x.Response.Len() > 0 {
 				if err := s.a.ArchiveExchange(x); err != nil {
@@ -341,7 +363,7 @@ type archivedBody struct {
 
 func (b *archivedBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.s.finish()
+	b.s.finish(true)
 	return err
 }
 
@@ -369,11 +391,15 @@ func (c *Collector) doOn(hreq *http.Request) (_ *http.Response, std bool, _ erro
 		res, err := client.Do(hreq)
 		return res, std, err
 	}
-	s := &archiveSession{a: a, c: c}
+	s := &archiveSession{a: a, c: c, url: hreq.URL}
 	hreq = hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{GotConn: s.gotConn}))
+	client, err := b.tunnels.through(client, hreq)
+	if err != nil {
+		return nil, std, err
+	}
 	res, err := client.Do(hreq)
 	if err != nil {
-		s.finish()
+		s.finish(false)
 		return res, std, err
 	}
 	res.Body = &archivedBody{ReadCloser: res.Body, s: s}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -75,5 +76,46 @@ func TestArchiverSeesTheWire(t *testing.T) {
 	}
 	if !strings.HasSuffix(spy.got[2], "\r\n\r\n"+zipped.String()) {
 		t.Errorf("the gzip body was not archived as sent: %q", spy.got[2])
+	}
+}
+
+// roundTripFunc is a RoundTripper of the user's own (not an
+// *http.Transport), whose connections magpie does not dial.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestUnarchivedExchangesAreLogged checks that an exchange the Archiver
+// cannot be given (sent through a RoundTripper of the user's) is not lost
+// silently: each is logged at Warn, with its URL.
+func TestUnarchivedExchangesAreLogged(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><title>Mine</title></html>")
+	}))
+	defer srv.Close()
+	var (
+		logMu sync.Mutex
+		logs  strings.Builder
+	)
+	spy := &spyArchiver{}
+	c := NewCollector(WithArchiver(spy), IgnoreRobotsTxt(),
+		Logger(slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))))
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	c.WithTransport(roundTripFunc(base.RoundTrip))
+	for _, p := range []string{"/one", "/two"} {
+		if err := c.Visit(srv.URL + p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(spy.got) != 0 {
+		t.Errorf("archived %q through a RoundTripper magpie does not see into", spy.got)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, p := range []string{"/one", "/two"} {
+		if !strings.Contains(logs.String(), `level=WARN msg="exchange not archived`) || !strings.Contains(logs.String(), "url="+srv.URL+p) {
+			t.Errorf("no Warn for %s in the log:\n%s", p, logs.String())
+		}
 	}
 }

@@ -45,6 +45,8 @@ type httpBackend struct {
 	// archiver, when set by WithArchiver, receives every exchange (guarded
 	// by mu); the transport is wrapped to record them (see applyGuard).
 	archiver Archiver
+	// tunnels carry HTTPS through a proxy while archiving (archive.go).
+	tunnels archiveTunnels
 	// schemes caches, for the current client, whether its transport serves
 	// a scheme other than http and https (guarded by mu; reset by update).
 	schemes map[string]bool

@@ -2,10 +2,16 @@ package main
 
 import (
 	"compress/gzip"
+	"fmt"
 	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -61,5 +67,133 @@ func TestCrawlWritesWARC(t *testing.T) {
 	}
 	if got := strings.Count(string(idx), "\n"); got != requests {
 		t.Errorf("index lines = %d, want %d", got, requests)
+	}
+}
+
+// Issue 40 point 4: magpie crawl --warc of a self-signed HTTPS site through a
+// CONNECT proxy (--proxy, --insecure) archives every exchange, in plaintext,
+// as a direct crawl does; it archived nothing and exited 0.
+func TestCrawlWARCOfHTTPSThroughProxy(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\n")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<title>secure %s</title>", r.URL.Path)
+		for i := range 4 {
+			fmt.Fprintf(w, `<a href="/p/%d">%d</a>`, i, i)
+		}
+	}))
+	site.Config.ErrorLog = log.New(io.Discard, "", 0)
+	site.StartTLS()
+	t.Cleanup(site.Close)
+	proxy, tunnels := newConnectProxy(t)
+
+	dir := filepath.Join(t.TempDir(), "archive")
+	r := cli(t, "", "crawl", site.URL+"/", "--proxy", proxy, "--insecure", "--allow-loopback", "-q", "-o", os.DevNull, "--warc", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if tunnels() == 0 {
+		t.Fatal("the crawl did not go through the proxy")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "magpie-*.warc.gz"))
+	if len(files) != 1 {
+		t.Fatalf("WARC files %v, want 1", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	mu.Lock()
+	requests := hits
+	mu.Unlock()
+	if requests != 6 { // robots.txt, the home page, 4 pages
+		t.Errorf("the site answered %d requests, want 6", requests)
+	}
+	if got := strings.Count(text, "WARC-Type: response\r\n"); got != requests {
+		t.Errorf("response records = %d, the site answered %d", got, requests)
+	}
+	if got := strings.Count(text, "WARC-Target-URI: "+site.URL+"/p/"); got != 8 { // request and response of 4 pages
+		t.Errorf("records of %s/p/… = %d, want 8", site.URL, got)
+	}
+	if !strings.Contains(text, "<title>secure /p/3</title>") {
+		t.Error("the pages are not archived in plaintext")
+	}
+}
+
+// newConnectProxy starts an HTTP proxy on 127.0.0.1 that serves CONNECT
+// only, and returns its URL and a count of the tunnels it opened.
+func newConnectProxy(t *testing.T) (string, func() int) {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		tunnels int
+		conns   []net.Conn
+		wg      sync.WaitGroup
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			_ = up.Close()
+			return
+		}
+		mu.Lock()
+		tunnels++
+		conns = append(conns, conn, up)
+		mu.Unlock()
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(up, buf)
+			_ = up.Close()
+			_ = conn.Close()
+		}()
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(conn, up)
+			_ = up.Close()
+			_ = conn.Close()
+		}()
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close() // hijacked: the server's Close leaves them
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return srv.URL, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return tunnels
 	}
 }
