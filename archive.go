@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // Archiver receives every HTTP exchange the Collector makes, as it crossed
@@ -86,6 +88,18 @@ type WireExchange struct {
 	// to where the Collector stopped reading (MaxBodySize cuts it short;
 	// compare its length with the headers to tell).
 	Response *WireBytes
+
+	// Original is, for a page a recrawl (Recrawl) fetches again, the
+	// capture of its last full answer, as an Archiver reported it in
+	// Archived then (zero when none is known): what the record of a 304
+	// answer refers to, and whose payload it stands for.
+	Original storage.Capture
+	// Archived is for the Archiver to set during ArchiveExchange: the
+	// record that holds this response's payload (its own, or the earlier
+	// identical one its record refers to; for a 304, Original). A recrawl
+	// keeps it in the page's state, to hand it back as Original with the
+	// page's next fetch.
+	Archived storage.Capture
 }
 
 // archiveMemLimit is how many bytes of one message are kept in memory;
@@ -293,9 +307,12 @@ func (b *httpBackend) setArchiver(a Archiver) {
 // archiveSession follows one client.Do through its redirect hops: each hop
 // is an exchange on the connection the transport handed it.
 type archiveSession struct {
-	a      Archiver
-	c      *Collector
-	url    *url.URL
+	a   Archiver
+	c   *Collector
+	url *url.URL
+	// ref, in a recrawl, is the capture the request's 304 refers to and
+	// takes the one its final response was archived as.
+	ref    *archiveRef
 	closed sync.Once
 	// mu guards hops, cur and missed.
 	mu   sync.Mutex
@@ -343,10 +360,15 @@ func (s *archiveSession) finish(answered bool) {
 		if missed > 0 {
 			s.c.logger.Warn("exchange not archived: sent through a RoundTripper that is not an *http.Transport", "url", s.url.Redacted(), "exchanges", missed)
 		}
-		for _, x := range hops {
+		for i, x := range hops {
 			if x.Request.Len() > 0 && x.Response.Len() > 0 {
+				if s.ref != nil {
+					x.Original = s.ref.original
+				}
 				if err := s.a.ArchiveExchange(x); err != nil {
 					s.c.logger.Warn("archiving an exchange", "err", err)
+				} else if s.ref != nil && i == len(hops)-1 {
+					s.ref.setArchived(x.Archived)
 				}
 			}
 			x.Request.release()
@@ -392,6 +414,7 @@ func (c *Collector) doOn(hreq *http.Request) (_ *http.Response, std bool, _ erro
 		return res, std, err
 	}
 	s := &archiveSession{a: a, c: c, url: hreq.URL}
+	s.ref, _ = hreq.Context().Value(archiveRefKey{}).(*archiveRef)
 	hreq = hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{GotConn: s.gotConn}))
 	client, err := b.tunnels.through(client, hreq)
 	if err != nil {
@@ -404,4 +427,50 @@ func (c *Collector) doOn(hreq *http.Request) (_ *http.Response, std bool, _ erro
 	}
 	res.Body = &archivedBody{ReadCloser: res.Body, s: s}
 	return res, std, nil
+}
+
+// archiveRef carries a recrawled page's captures between its recrawl state
+// and the Archiver: the capture its 304 refers to, read from the state, and
+// the one its response was archived as, for the new state.
+type archiveRef struct {
+	original storage.Capture
+	// mu guards archived: the response body, whose Close archives, may be
+	// closed by the context's AfterFunc.
+	mu       sync.Mutex
+	archived storage.Capture
+}
+
+// archiveRefKey keys the *archiveRef in a fetch's context.
+type archiveRefKey struct{}
+
+// withArchiveRef returns ctx carrying a new archiveRef for a page whose
+// last full answer was archived as original, when the collector archives;
+// ctx and nil when it does not.
+func (c *Collector) withArchiveRef(ctx context.Context, original storage.Capture) (context.Context, *archiveRef) {
+	b := c.shared.backend
+	b.mu.RLock()
+	a := b.archiver
+	b.mu.RUnlock()
+	if a == nil {
+		return ctx, nil
+	}
+	ref := &archiveRef{original: original}
+	return context.WithValue(ctx, archiveRefKey{}, ref), ref
+}
+
+func (r *archiveRef) setArchived(c storage.Capture) {
+	r.mu.Lock()
+	r.archived = c
+	r.mu.Unlock()
+}
+
+// capture returns the capture the response was archived as (zero when
+// nothing was archived, or r is nil).
+func (r *archiveRef) capture() storage.Capture {
+	if r == nil {
+		return storage.Capture{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.archived
 }

@@ -17,7 +17,11 @@
 // WARC-IP-Address, WARC-Block-Digest and WARC-Payload-Digest (sha1, base32;
 // the payload is the body with its chunked framing taken off and its content
 // encoding kept, as WARC 1.1 defines it).
-// A 304 becomes a revisit record (profile server-not-modified), and so does
+// A 304 becomes a revisit record (profile server-not-modified) that names
+// the record of the page's last full answer and carries its payload digest
+// when a recrawl's page state knows it (the Writer reports the record of
+// each whole 2xx answer in magpie.WireExchange.Archived; magpie.Recrawl
+// keeps it and hands it back as WireExchange.Original), and so does
 // a 2xx body identical to one already archived by the Writer (profile
 // identical-payload-digest, referring to the first capture; the Writer
 // remembers each distinct body in about 25 bytes of memory and keeps the

@@ -120,6 +120,7 @@ func (s *site) requests() int {
 // record is what the tests check of a WARC record.
 type record struct {
 	typ, uri, id, concurrentTo, profile, refersTo, truncated, payloadDigest, ip string
+	refersToURI, refersToDate, date                                             string
 	block                                                                       []byte
 	file                                                                        string
 }
@@ -171,6 +172,8 @@ func readAll(t *testing.T, dir string) []record {
 				concurrentTo: h.GetId(gowarc.WarcConcurrentTo), profile: h.Get(gowarc.WarcProfile),
 				refersTo: h.GetId(gowarc.WarcRefersTo), truncated: h.Get(gowarc.WarcTruncated),
 				payloadDigest: h.Get(gowarc.WarcPayloadDigest), ip: h.Get(gowarc.WarcIPAddress),
+				refersToURI: h.Get(gowarc.WarcRefersToTargetURI), refersToDate: h.Get(gowarc.WarcRefersToDate),
+				date:  h.Get(gowarc.WarcDate),
 				block: b, file: filepath.Base(f),
 			})
 			_ = rec.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // Writer writes the exchanges of a crawl to WARC files in one directory. It
@@ -176,7 +177,10 @@ func (w *Writer) fail(err error) {
 }
 
 // ArchiveExchange writes x as a request and a response record (a revisit
-// record for a 304, or for a payload already archived in this crawl).
+// record for a 304, or for a payload already archived in this crawl). A
+// 304's record refers to x.Original, when set, and carries its payload
+// digest; for a whole 2xx answer (not a HEAD's) the Writer sets
+// x.Archived to the record that holds its payload, for a recrawl to keep.
 func (w *Writer) ArchiveExchange(x *magpie.WireExchange) error {
 	err := w.archive(x)
 	w.fail(err)
@@ -223,22 +227,47 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
 	stamp := date.Format(time.RFC3339Nano)
+	m := httpMessage{
+		typ: gowarc.Response, b: x.Response, id: id, target: target, ip: x.RemoteAddr,
+		date: stamp, block: block, payload: payload, truncated: info.truncated,
+	}
+	// What a recrawl keeps of a full answer, for a later 304 to refer to
+	// (a HEAD's answer has no payload to stand for).
+	keep := info.status/100 == 2 && !info.truncated && hreq.Method != http.MethodHead
+	if keep {
+		x.Archived = storage.Capture{RecordID: id, URI: target, Date: date, PayloadDigest: sha1Label(payload)}
+	}
 	var ref *gowarc.RevisitRef
 	switch {
 	case info.status == http.StatusNotModified:
+		// The payload of a server-not-modified revisit is the original's
+		// (WARC 1.1, section 6.7.2): named when the recrawl knows it,
+		// left out (rather than the digest of no body) when it does not.
 		ref = &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1}
+		m.payload, m.noPayload = [20]byte{}, true
+		if o := x.Original; !o.IsZero() {
+			ref.TargetRecordId, ref.TargetUri = o.RecordID, o.URI
+			if !o.Date.IsZero() {
+				ref.TargetDate = o.Date.UTC().Format(time.RFC3339Nano)
+			}
+			m.payloadLabel, m.noPayload = o.PayloadDigest, o.PayloadDigest == ""
+			m.payload, _ = parseSHA1Label(o.PayloadDigest)
+			x.Archived = o
+		}
 	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.seen != nil:
 		if first, dup := w.seen.first(payload, capture{id: id, uri: target, date: stamp}); dup {
 			ref = &gowarc.RevisitRef{
 				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
 				TargetUri: first.uri, TargetDate: first.date,
 			}
+			if keep {
+				// The record that holds the payload is the first one.
+				d, _ := time.Parse(time.RFC3339Nano, first.date)
+				x.Archived = storage.Capture{RecordID: first.id, URI: first.uri, Date: d, PayloadDigest: sha1Label(payload)}
+			}
 		}
 	}
-	m := httpMessage{
-		typ: gowarc.Response, b: x.Response, id: id, target: target, ip: x.RemoteAddr,
-		date: stamp, block: block, payload: payload, truncated: info.truncated,
-	}
+	indexDigest := m.payload // the index's digest (zero: none)
 	var out record = m.raw()
 	if ref != nil {
 		// A revisit record keeps the response's HTTP header: gowarc finds
@@ -279,7 +308,7 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		}
 	}
 
-	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload, method: hreq.Method, key: rq.key}
+	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: indexDigest, method: hreq.Method, key: rq.key}
 	if out.kind() == gowarc.Revisit {
 		line.mime = "warc/revisit"
 	}
@@ -334,7 +363,23 @@ type httpMessage struct {
 	id, target, ip, date string
 	concurrent           string // in a request's record: the response's record ID
 	block, payload       [20]byte
-	truncated            bool
+	// payloadLabel, when set, is the WARC-Payload-Digest written instead
+	// of payload's (a 304's revisit: the original's); noPayload leaves the
+	// field out.
+	payloadLabel string
+	noPayload    bool
+	truncated    bool
+}
+
+// payloadField is m's WARC-Payload-Digest, and whether it has one.
+func (m httpMessage) payloadField() (string, bool) {
+	switch {
+	case m.noPayload:
+		return "", false
+	case m.payloadLabel != "":
+		return m.payloadLabel, true
+	}
+	return sha1Label(m.payload), true
 }
 
 // raw returns the record of m, written from the recorded message itself.
@@ -361,7 +406,9 @@ func (m httpMessage) raw() *rawRecord {
 		field(gowarc.WarcConcurrentTo, "<"+m.concurrent+">")
 	}
 	field(gowarc.WarcBlockDigest, sha1Label(m.block))
-	field(gowarc.WarcPayloadDigest, sha1Label(m.payload))
+	if p, ok := m.payloadField(); ok {
+		field(gowarc.WarcPayloadDigest, p)
+	}
 	if m.truncated {
 		field(gowarc.WarcTruncated, "length")
 	}
@@ -405,7 +452,9 @@ func (w *Writer) httpRecord(m httpMessage) (gowarc.WarcRecord, error) {
 	rb := newBuilder(m.typ, opts)
 	rb.AddWarcHeader(gowarc.WarcRecordID, "<"+m.id+">")
 	rb.AddWarcHeader(gowarc.WarcBlockDigest, sha1Label(m.block))
-	rb.AddWarcHeader(gowarc.WarcPayloadDigest, sha1Label(m.payload))
+	if p, ok := m.payloadField(); ok {
+		rb.AddWarcHeader(gowarc.WarcPayloadDigest, p)
+	}
 	if _, err := io.Copy(rb, m.b.NewReader()); err != nil {
 		_ = rb.Close()
 		return nil, fmt.Errorf("warc: buffering response record: %w", err)
@@ -488,6 +537,17 @@ func sha1Label(sum [20]byte) string {
 	copy(b[:], "sha1:")
 	base32.StdEncoding.Encode(b[5:], sum[:])
 	return string(b[:])
+}
+
+// parseSHA1Label reads a digest written as sha1Label writes it.
+func parseSHA1Label(s string) ([20]byte, bool) {
+	var sum [20]byte
+	b32, ok := strings.CutPrefix(s, "sha1:")
+	if !ok {
+		return sum, false
+	}
+	n, err := base32.StdEncoding.Decode(sum[:], []byte(b32))
+	return sum, err == nil && n == len(sum)
 }
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

@@ -197,3 +197,86 @@ func newConnectProxy(t *testing.T) (string, func() int) {
 		return tunnels
 	}
 }
+
+// Issue 40 point 2: magpie crawl --state --warc run again over a finished
+// crawl: each 304 of the recrawl is a server-not-modified revisit record
+// that names the record of the page's 200 in the first run's file
+// (WARC-Refers-To, -Target-URI, -Date) and carries its payload digest.
+func TestCrawlWARCRecrawlRevisitsNameTheOriginal(t *testing.T) {
+	site := newEditableSite(t, map[string]string{
+		"/": `<title>home</title><a href="/a">a</a>`, "/a": "<title>a</title>",
+	})
+	state := filepath.Join(t.TempDir(), "st.db")
+	dir := filepath.Join(t.TempDir(), "archive")
+	for _, extra := range [][]string{nil, {"--revisit-after", "0"}} {
+		args := append([]string{"crawl", site.URL + "/", "--allow-loopback", "--state", state, "--warc", dir, "-q", "-o", os.DevNull}, extra...)
+		if r := cli(t, "", args...); r.code != 0 {
+			t.Fatalf("magpie %v: exit %d, stderr:\n%s", args, r.code, r.stderr)
+		}
+	}
+	if n := site.conditionals(); n != 2 {
+		t.Fatalf("the recrawl sent %d conditional requests, want 2", n)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "magpie-*.warc.gz"))
+	if len(files) != 2 {
+		t.Fatalf("WARC files %v, want one per run", files)
+	}
+	originals := map[string]map[string]string{} // URI → the 200's record
+	for _, rec := range warcRecords(t, files[0]) {
+		if rec["WARC-Type"] == "response" && strings.HasPrefix(rec["block"], "HTTP/1.1 200 ") {
+			originals[rec["WARC-Target-URI"]] = rec
+		}
+	}
+	revisits := 0
+	for _, rec := range warcRecords(t, files[1]) {
+		if rec["WARC-Type"] != "revisit" {
+			continue
+		}
+		revisits++
+		uri := rec["WARC-Target-URI"]
+		o := originals[uri]
+		if o == nil {
+			t.Errorf("revisit of %s: the first run archived no 200 of it", uri)
+			continue
+		}
+		if !strings.HasSuffix(rec["WARC-Profile"], "/server-not-modified") || rec["WARC-Refers-To"] != o["WARC-Record-ID"] ||
+			rec["WARC-Refers-To-Target-URI"] != uri || rec["WARC-Refers-To-Date"] != o["WARC-Date"] ||
+			rec["WARC-Payload-Digest"] != o["WARC-Payload-Digest"] {
+			t.Errorf("revisit of %s:\n%v\nwant it to name the 200's record:\n%v", uri, rec, o)
+		}
+	}
+	if revisits != 2 {
+		t.Errorf("%d revisit records in the recrawl's file, want 2 (/ and /a)", revisits)
+	}
+}
+
+// warcRecords reads a gzipped WARC file's records as their header fields
+// and "block", the text after them.
+func warcRecords(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, part := range strings.Split(string(data), "WARC/1.1\r\n")[1:] {
+		head, block, _ := strings.Cut(part, "\r\n\r\n")
+		rec := map[string]string{"block": block}
+		for line := range strings.SplitSeq(head, "\r\n") {
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				rec[k] = v
+			}
+		}
+		out = append(out, rec)
+	}
+	return out
+}
