@@ -451,8 +451,12 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 		default:
 			ch = ChangeChanged
 		}
+		if c := rv.archive.capture(); !c.IsZero() || d != st.Digest {
+			// This answer's record; or none, when it was not archived
+			// and the record kept is of another body.
+			st.Capture = c
+		}
 		st.Status, st.Digest, st.ETag, st.LastModified = s, d, "", time.Time{}
-		st.Capture = rv.archive.capture() // none when not archived: the old one is not this body
 		noteValidators(&st, resp.Headers)
 	case isGoneStatus(s):
 		if prevOK || prevGone {
