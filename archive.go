@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // Archiver receives every HTTP exchange the Collector makes, as it crossed
@@ -54,9 +57,17 @@ func (c *Collector) archiveFetched(fr *FetchRequest, res *FetchResult, date time
 // WithArchiver hands every exchange of the collector and its clones to a.
 // To see the bytes on the wire, magpie wraps the connections its
 // *http.Transport dials: it speaks HTTP/1.1 only (no HTTP/2) and makes the TLS
-// handshake itself. Exchanges sent through a RoundTripper that is not an
-// *http.Transport and HTTPS through a proxy are not seen; pages a Fetcher
-// downloads reach an Archiver that is also a FetchArchiver. Set it before the crawl starts; nil turns archiving off.
+// handshake itself. HTTPS through a proxy (Transport.Proxy: http, https,
+// socks5 or socks5h) is seen too: magpie opens the tunnel itself (CONNECT,
+// with the transport's ProxyConnectHeader, GetProxyConnectHeader and
+// OnProxyConnectResponse, or SOCKS5) and makes the TLS handshake inside it,
+// keeping one pool of connections per proxy as the transport does; the
+// proxy function is then asked once per request, and an HTTPS redirect hop
+// goes through the proxy its request was given. Exchanges sent through a
+// RoundTripper that is not an *http.Transport are not seen: each is logged
+// at Warn ("exchange not archived"). Pages a Fetcher downloads reach an
+// Archiver that is also a FetchArchiver. Set it before the crawl starts; nil
+// turns archiving off.
 func WithArchiver(a Archiver) CollectorOption {
 	return func(c *Collector) { c.shared.backend.setArchiver(a) }
 }
@@ -77,6 +88,18 @@ type WireExchange struct {
 	// to where the Collector stopped reading (MaxBodySize cuts it short;
 	// compare its length with the headers to tell).
 	Response *WireBytes
+
+	// Original is, for a page a recrawl (Recrawl) fetches again, the
+	// capture of its last full answer, as an Archiver reported it in
+	// Archived then (zero when none is known): what the record of a 304
+	// answer refers to, and whose payload it stands for.
+	Original storage.Capture
+	// Archived is for the Archiver to set during ArchiveExchange: the
+	// record that holds this response's payload (its own, or the earlier
+	// identical one its record refers to; for a 304, Original). A recrawl
+	// keeps it in the page's state, to hand it back as Original with the
+	// page's next fetch.
+	Archived storage.Capture
 }
 
 // archiveMemLimit is how many bytes of one message are kept in memory;
@@ -284,13 +307,20 @@ func (b *httpBackend) setArchiver(a Archiver) {
 // archiveSession follows one client.Do through its redirect hops: each hop
 // is an exchange on the connection the transport handed it.
 type archiveSession struct {
-	a      Archiver
-	c      *Collector
+	a   Archiver
+	c   *Collector
+	url *url.URL
+	// ref, in a recrawl, is the capture the request's 304 refers to and
+	// takes the one its final response was archived as.
+	ref    *archiveRef
 	closed sync.Once
-	// mu guards hops and cur.
+	// mu guards hops, cur and missed.
 	mu   sync.Mutex
 	hops []*WireExchange
 	cur  *recordConn
+	// missed counts the hops on a connection magpie did not dial (a
+	// RoundTripper of the user's), which are not recorded.
+	missed int
 }
 
 func (s *archiveSession) gotConn(info httptrace.GotConnInfo) {
@@ -299,7 +329,8 @@ func (s *archiveSession) gotConn(info httptrace.GotConnInfo) {
 	defer s.mu.Unlock()
 	s.endHop()
 	if rc == nil {
-		return // not a connection magpie dialled (HTTPS through a proxy)
+		s.missed++ // not a connection magpie dialled
+		return
 	}
 	s.cur = rc
 	s.hops = append(s.hops, rc.begin())
@@ -313,18 +344,31 @@ func (s *archiveSession) endHop() {
 	s.cur = nil
 }
 
-// finish hands every recorded hop to the Archiver, once.
-func (s *archiveSession) finish() {
+// finish hands every recorded hop to the Archiver, once. answered says
+// whether a response arrived: a response without any recorded hop came
+// through a connection magpie did not dial, and is logged as not archived.
+func (s *archiveSession) finish(answered bool) {
 	s.closed.Do(func() {
 		s.mu.Lock()
 		s.endHop()
-		hops := s.hops
+		hops, missed := s.hops, s.missed
 		s.hops = nil
 		s.mu.Unlock()
-		for _, x := range hops {
+		if missed == 0 && answered && len(hops) == 0 {
+			missed = 1 // a RoundTripper that reported no connection
+		}
+		if missed > 0 {
+			s.c.logger.Warn("exchange not archived: sent through a RoundTripper that is not an *http.Transport", "url", s.url.Redacted(), "exchanges", missed)
+		}
+		for i, x := range hops {
 			if x.Request.Len() > 0 && x.Response.Len() > 0 {
+				if s.ref != nil {
+					x.Original = s.ref.original
+				}
 				if err := s.a.ArchiveExchange(x); err != nil {
 					s.c.logger.Warn("archiving an exchange", "err", err)
+				} else if s.ref != nil && i == len(hops)-1 {
+					s.ref.setArchived(x.Archived)
 				}
 			}
 			x.Request.release()
@@ -341,7 +385,7 @@ type archivedBody struct {
 
 func (b *archivedBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.s.finish()
+	b.s.finish(true)
 	return err
 }
 
@@ -369,13 +413,64 @@ func (c *Collector) doOn(hreq *http.Request) (_ *http.Response, std bool, _ erro
 		res, err := client.Do(hreq)
 		return res, std, err
 	}
-	s := &archiveSession{a: a, c: c}
+	s := &archiveSession{a: a, c: c, url: hreq.URL}
+	s.ref, _ = hreq.Context().Value(archiveRefKey{}).(*archiveRef)
 	hreq = hreq.WithContext(httptrace.WithClientTrace(hreq.Context(), &httptrace.ClientTrace{GotConn: s.gotConn}))
+	client, err := b.tunnels.through(client, hreq)
+	if err != nil {
+		return nil, std, err
+	}
 	res, err := client.Do(hreq)
 	if err != nil {
-		s.finish()
+		s.finish(false)
 		return res, std, err
 	}
 	res.Body = &archivedBody{ReadCloser: res.Body, s: s}
 	return res, std, nil
+}
+
+// archiveRef carries a recrawled page's captures between its recrawl state
+// and the Archiver: the capture its 304 refers to, read from the state, and
+// the one its response was archived as, for the new state.
+type archiveRef struct {
+	original storage.Capture
+	// mu guards archived: the response body, whose Close archives, may be
+	// closed by the context's AfterFunc.
+	mu       sync.Mutex
+	archived storage.Capture
+}
+
+// archiveRefKey keys the *archiveRef in a fetch's context.
+type archiveRefKey struct{}
+
+// withArchiveRef returns ctx carrying a new archiveRef for a page whose
+// last full answer was archived as original, when the collector archives;
+// ctx and nil when it does not.
+func (c *Collector) withArchiveRef(ctx context.Context, original storage.Capture) (context.Context, *archiveRef) {
+	b := c.shared.backend
+	b.mu.RLock()
+	a := b.archiver
+	b.mu.RUnlock()
+	if a == nil {
+		return ctx, nil
+	}
+	ref := &archiveRef{original: original}
+	return context.WithValue(ctx, archiveRefKey{}, ref), ref
+}
+
+func (r *archiveRef) setArchived(c storage.Capture) {
+	r.mu.Lock()
+	r.archived = c
+	r.mu.Unlock()
+}
+
+// capture returns the capture the response was archived as (zero when
+// nothing was archived, or r is nil).
+func (r *archiveRef) capture() storage.Capture {
+	if r == nil {
+		return storage.Capture{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.archived
 }

@@ -92,6 +92,7 @@
 //	             read_scratch.go    read buffers: the scratch of bodies of unknown length, ReuseBody's
 //	             body_recycle.go    body buffers reused once a collection finds nothing reaches them
 //	             archive.go         the Archiver hook: each exchange as it crossed the wire (warc/ writes WARC)
+//	             archive_tunnel.go  HTTPS through a proxy while archiving: magpie's own tunnel, recorded above TLS
 //	analysis     analyze.go         the response callbacks, then the request is finished
 //	             analyze_stream.go  StreamHTML: matching while tokenizing (stream_select.go:
 //	                                which selectors can)

@@ -301,6 +301,9 @@ func (x *exchange) send() {
 		}
 	}
 	x.out = c.finishBody(cfg, resp)
+	// Closed now rather than on return: with an Archiver, closing the body
+	// archives the exchange, whose capture the recrawl state keeps.
+	_ = f.body.Close()
 	x.recrawlOutcome(x.out)
 	x.result.Err = x.out.err
 }

@@ -49,6 +49,8 @@ type httpBackend struct {
 	// the transport's dials go to the address keyed (guarded by mu; see
 	// pinTransport).
 	pin bool
+	// tunnels carry HTTPS through a proxy while archiving (archive.go).
+	tunnels archiveTunnels
 	// schemes caches, for the current client, whether its transport serves
 	// a scheme other than http and https (guarded by mu; reset by update).
 	schemes map[string]bool

@@ -397,6 +397,8 @@ type revisit struct {
 	conditional bool
 	store       storage.PageStore
 	rc          *recrawler
+	// archive is the page's archived captures, when the crawl archives.
+	archive *archiveRef
 }
 
 // conditional looks up the page's state and, for a revisit of a page that
@@ -417,6 +419,9 @@ func (x *exchange) conditional() bool {
 	rv := &revisit{key: req.visitKey, url: req.URL.String(), prev: states[0], known: found[0], store: ps, rc: rc}
 	x.revisit = rv
 	rc.keepDepth(req, rv.prev)
+	// Archiving: a 304 refers to the page's last capture, and the new
+	// state keeps the capture of this answer (archive.go).
+	x.ctx, rv.archive = x.c.withArchiveRef(x.ctx, rv.prev.Capture)
 	if !rv.known || rc.policy.Refetch || rv.prev.Status < 200 || rv.prev.Status > 299 {
 		return false
 	}
@@ -469,6 +474,9 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 		resp.err = nil
 		ch = ChangeUnchanged
 		noteValidators(&st, resp.Headers)
+		if c := rv.archive.capture(); !c.IsZero() {
+			st.Capture = c
+		}
 	case s >= 200 && s <= 299:
 		d := digest(resp.RawBody())
 		switch {
@@ -478,6 +486,11 @@ func (x *exchange) recrawlOutcome(resp *Response) {
 			ch = ChangeUnchanged
 		default:
 			ch = ChangeChanged
+		}
+		if c := rv.archive.capture(); !c.IsZero() || d != st.Digest {
+			// This answer's record; or none, when it was not archived
+			// and the record kept is of another body.
+			st.Capture = c
 		}
 		st.Status, st.Digest, st.ETag, st.LastModified = s, d, "", time.Time{}
 		noteValidators(&st, resp.Headers)

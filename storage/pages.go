@@ -15,10 +15,11 @@ var ErrBadPageState = errors.New("storage: malformed page state")
 
 // PageState is what a recrawl remembers of one URL between crawls: when it
 // was fetched and with what answer, the validators for a conditional request,
-// a digest of its body, and its revisit schedule. The zero value is "never
-// fetched". Times are kept to the millisecond (LastModified to the second,
-// as HTTP dates are), so a state read back equals the state written after
-// Truncate.
+// a digest of its body, its revisit schedule and, when the crawl archives,
+// the capture of its last full answer. The zero value is "never fetched".
+// Times are kept to the millisecond (LastModified to the second, as HTTP
+// dates are; Capture.Date to the nanosecond, as WARC-Date is written), so a
+// state read back equals the state written after Truncate.
 type PageState struct {
 	// URL is the URL that was fetched, so that a due page can be requested
 	// again without a link to it.
@@ -48,7 +49,31 @@ type PageState struct {
 	// revisit queued from the store keeps the depth its crawl found it at.
 	// 0 in a state written before depths were kept (encoding version 1).
 	Depth int
+	// Capture is the archived record of the last full answer (zero when
+	// the crawl did not archive it), which the record of a later 304
+	// refers to.
+	Capture Capture
 }
+
+// Capture names an archived record, as an Archiver reported it
+// (magpie.WireExchange.Archived): a WARC record holding a page's payload,
+// which the revisit record of a later 304 for the page refers to
+// (WARC-Refers-To, WARC-Refers-To-Target-URI, WARC-Refers-To-Date) and
+// whose payload digest it repeats. The zero value is none.
+type Capture struct {
+	// RecordID is the record's WARC-Record-ID, without its angle brackets
+	// ("urn:uuid:…").
+	RecordID string
+	// URI is its WARC-Target-URI.
+	URI string
+	// Date is its WARC-Date.
+	Date time.Time
+	// PayloadDigest is its WARC-Payload-Digest ("sha1:…").
+	PayloadDigest string
+}
+
+// IsZero reports whether c names no record.
+func (c Capture) IsZero() bool { return c.RecordID == "" }
 
 // Page is a PageState with the visited key (request ID) it belongs to.
 type Page struct {
@@ -106,21 +131,31 @@ type PageAcker interface {
 	AckPages(ctx context.Context, ids []string, pages []LeasePage) error
 }
 
-// pageVersion is the first byte of an encoded PageState. Version 1 had no
+// pageVersion is the first byte of an encoded PageState, with captureFlag
+// set in it when a Capture follows the other fields. Version 1 had no
 // Depth; it is still read (Depth 0).
-const pageVersion = 2
+const (
+	pageVersion = 2
+	captureFlag = 0x80
+)
 
 // MarshalBinary encodes s compactly: a version byte, varints for the
 // numbers and times, eight bytes of digest, the two strings with their
-// lengths, and the depth. A page with a 60-byte URL and a 20-byte ETag takes about 115 bytes.
-// It never fails.
+// lengths, and the depth. A page with a 60-byte URL and a 20-byte ETag takes
+// about 115 bytes. A Capture, when set, follows (its record ID, its URI
+// unless it is the page's URL, its date and its payload digest: some 95
+// bytes more), and the version byte's high bit says so. It never fails.
 func (s PageState) MarshalBinary() ([]byte, error) {
 	return s.AppendBinary(make([]byte, 0, 48+len(s.URL)+len(s.ETag)))
 }
 
 // AppendBinary appends the encoding of MarshalBinary to b.
 func (s PageState) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, pageVersion, s.Change)
+	v := byte(pageVersion)
+	if !s.Capture.IsZero() {
+		v |= captureFlag
+	}
+	b = append(b, v, s.Change)
 	b = binary.AppendUvarint(b, uint64(max(s.Status, 0)))
 	b = binary.AppendVarint(b, millis(s.Fetched))
 	b = binary.AppendVarint(b, seconds(s.LastModified))
@@ -132,6 +167,19 @@ func (s PageState) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(s.ETag)))
 	b = append(b, s.ETag...)
 	b = binary.AppendUvarint(b, uint64(max(s.Depth, 0)))
+	if c := s.Capture; !c.IsZero() {
+		uri := c.URI
+		if uri == s.URL {
+			uri = "" // most often the page's own URL: not stored twice
+		}
+		for _, f := range [...]string{c.RecordID, uri} {
+			b = binary.AppendUvarint(b, uint64(len(f)))
+			b = append(b, f...)
+		}
+		b = binary.AppendVarint(b, nanos(c.Date))
+		b = binary.AppendUvarint(b, uint64(len(c.PayloadDigest)))
+		b = append(b, c.PayloadDigest...)
+	}
 	return b, nil
 }
 
@@ -140,7 +188,8 @@ func (s PageState) AppendBinary(b []byte) ([]byte, error) {
 func (s *PageState) UnmarshalBinary(b []byte) error {
 	d := pageDecoder{b: b}
 	v := d.byte()
-	if v != pageVersion && v != 1 && d.err == nil {
+	captured := v&captureFlag != 0
+	if v &^= captureFlag; v != pageVersion && v != 1 && d.err == nil {
 		return fmt.Errorf("%w: version %d", ErrBadPageState, v)
 	}
 	var out PageState
@@ -158,11 +207,30 @@ func (s *PageState) UnmarshalBinary(b []byte) error {
 	if v >= 2 {
 		out.Depth = int(d.uvarint())
 	}
+	if captured {
+		c := &out.Capture
+		c.RecordID = d.string()
+		if c.URI = d.string(); c.URI == "" {
+			c.URI = out.URL
+		}
+		if ns := d.varint(); ns != 0 {
+			c.Date = time.Unix(0, ns).UTC()
+		}
+		c.PayloadDigest = d.string()
+	}
 	if d.err != nil {
 		return d.err
 	}
 	*s = out
 	return nil
+}
+
+// nanos is t in Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // millis is t in Unix milliseconds, 0 for the zero time.

@@ -61,6 +61,41 @@ func TestPageStateVersion1(t *testing.T) {
 	}
 }
 
+// TestPageStateCapture round-trips the capture of an archived page, to the
+// nanosecond of its WARC-Date, with its URI the page's own or another (a
+// redirect's target); a state cut anywhere in it fails to decode.
+func TestPageStateCapture(t *testing.T) {
+	for _, uri := range []string{"https://example.com/docs/a.html", "https://example.com/docs/b.html"} {
+		st := storage.PageState{
+			URL: "https://example.com/docs/a.html", Fetched: time.UnixMilli(1_700_000_000_123), Status: 200,
+			ETag: `"abc"`, Digest: 0xfeedface, Change: 1,
+			Capture: storage.Capture{
+				RecordID: "urn:uuid:0f6bd5d2-7c4e-4d5e-9a57-3c1b1f1fb2a1", URI: uri,
+				Date:          time.Unix(1_700_000_000, 123_456_789).UTC(),
+				PayloadDigest: "sha1:2SFGDKE7Q25N2I4VKZCRQHQDNEOQIZFV",
+			},
+		}
+		b, err := st.MarshalBinary()
+		if err != nil {
+			t.Fatalf("MarshalBinary() error = %v", err)
+		}
+		var got storage.PageState
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatalf("UnmarshalBinary() error = %v", err)
+		}
+		if c := got.Capture; c.RecordID != st.Capture.RecordID || c.URI != uri || !c.Date.Equal(st.Capture.Date) ||
+			c.PayloadDigest != st.Capture.PayloadDigest || got.URL != st.URL || got.ETag != st.ETag {
+			t.Errorf("round trip = %+v, want %+v", got, st)
+		}
+		for n := range len(b) {
+			var p storage.PageState
+			if err := p.UnmarshalBinary(b[:n]); !errors.Is(err, storage.ErrBadPageState) {
+				t.Fatalf("UnmarshalBinary(first %d of %d bytes) error = %v, want ErrBadPageState", n, len(b), err)
+			}
+		}
+	}
+}
+
 // BenchPage is a page state as a documentation crawl stores it: a 60-odd
 // byte URL, nginx's ETag, validators and a schedule.
 func benchPage(i int) storage.Page {

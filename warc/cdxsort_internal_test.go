@@ -27,7 +27,7 @@ func TestFinishIndexRuns(t *testing.T) {
 			for i := range 3000 {
 				offset := rng.Int64N(size + size/10)
 				l := cdxLine{target: fmt.Sprintf("http://127.0.0.1/p/%d?q=%d", rng.IntN(500), i), mime: "text/html", status: 200}
-				line := string(appendTail(l.appendHead(nil), offset, 100, "x.warc.gz"))
+				line := string(appendTail(l.appendHead(nil), offset, 100, "x.warc.gz", nil))
 				in = append(in, line)
 				if offset+100 <= size {
 					want = append(want, line)

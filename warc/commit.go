@@ -33,7 +33,7 @@ const (
 type job struct {
 	main, req, meta bytes.Buffer
 	line            cdxLine // the main record's index line, unless target is ""
-	head            []byte  // keeps line.head's buffer across uses
+	head, tail      []byte  // keep line.head's and line.tail's buffers across uses
 	kind            gowarc.RecordType
 	hasReq, hasMeta bool
 	truncated       bool
@@ -78,7 +78,8 @@ func (w *Writer) write(line cdxLine, truncated bool, main, req, meta record) err
 	j.line, j.kind, j.truncated = line, main.kind(), truncated
 	if line.target != "" {
 		j.line.head = line.appendHead(j.head[:0])
-		j.head = j.line.head
+		j.line.tail = line.appendMethod(j.tail[:0])
+		j.head, j.tail = j.line.head, j.line.tail
 	}
 	j.hasReq, j.hasMeta = req != nil, meta != nil
 
@@ -144,7 +145,7 @@ func (w *Writer) commit(batch []*job) (int, error) {
 		n++
 		if j.line.target != "" {
 			idx = append(idx, j.line.head...)
-			idx = appendTail(idx, end, int64(j.main.Len()), f.name)
+			idx = appendTail(idx, end, int64(j.main.Len()), f.name, j.line.tail)
 		}
 		members = append(members, j.main.Bytes())
 		end += int64(j.main.Len())

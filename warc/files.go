@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // openSuffix marks a file still being written: no reader opens it, and a
@@ -228,15 +229,21 @@ type cdxLine struct {
 	mime   string
 	status int
 	digest [20]byte // the payload's SHA-1; zero: none
-	// head is the line up to the record's place in the file, built by
-	// the worker that archives it (see appendHead).
-	head []byte
+	// method is the request's method; a request other than a GET is keyed
+	// with key's parameters in its query and ends its line with the
+	// method and key.body (requestBody), as warcio indexes it.
+	method string
+	key    methodKey
+	// head is the line up to the record's place in the file, and tail
+	// what follows it, built by the worker that archives it (see
+	// appendHead).
+	head, tail []byte
 }
 
 // appendHead appends the part of l's line that does not depend on where
 // the record lands: key, date, URL, media type, status and digest.
 func (l *cdxLine) appendHead(b []byte) []byte {
-	b = append(b, surt(l.target)...)
+	b = append(b, surt(l.target, l.key.params...)...)
 	b = append(b, ' ')
 	b = l.date.AppendFormat(b, "20060102150405")
 	b = append(b, ` {"url":`...)
@@ -254,31 +261,79 @@ func (l *cdxLine) appendHead(b []byte) []byte {
 	return b
 }
 
-// appendTail ends a line whose head is written: where its record lies.
-func appendTail(b []byte, offset, length int64, filename string) []byte {
+// appendMethod appends what ends the line of a request other than a GET:
+// its method and body query, as warcio's lines end.
+func (l *cdxLine) appendMethod(b []byte) []byte {
+	if l.method == "" || l.method == "GET" {
+		return b
+	}
+	b = appendJSONField(b, "method", l.method)
+	if l.key.body != "" {
+		b = appendJSONField(b, "requestBody", l.key.body)
+	}
+	return b
+}
+
+// appendTail ends a line whose head is written: where its record lies,
+// then tail (appendMethod's).
+func appendTail(b []byte, offset, length int64, filename string, tail []byte) []byte {
 	b = append(b, `,"length":"`...)
 	b = strconv.AppendInt(b, length, 10)
 	b = append(b, `","offset":"`...)
 	b = strconv.AppendInt(b, offset, 10)
 	b = append(b, `","filename":`...)
 	b = appendJSONString(b, filename)
+	b = append(b, tail...)
 	return append(b, "}\n"...)
 }
 
-// appendJSONString appends s as a JSON string.
+// appendJSONString appends s as a JSON string in JSON.stringify's form,
+// which warcio and pywb write: only quotes, backslashes and control
+// characters escaped ("&", "<", ">" as they are), invalid UTF-8 as U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
-	q, err := json.Marshal(s)
-	if err != nil { // a string always marshals
-		return append(b, `""`...)
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, "\ufffd"...)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+		i++
 	}
-	return append(b, q...)
+	return append(b, '"')
 }
 
 // surt is the Sort-friendly URI Reordering Transform of u as pywb keys its
 // indexes: host labels reversed and joined by commas without "www", the
 // port unless the scheme's default, then ")" and the path and sorted query,
-// all lower case.
-func surt(u string) string {
+// all lower case. extra are parameters added to the query (a request's
+// method and body, see keyForMethod), in their final form.
+func surt(u string, extra ...string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {
 		return strings.ToLower(u)
@@ -300,10 +355,15 @@ func surt(u string) string {
 		path = "/"
 	}
 	b.WriteString(strings.ToLower(path))
+	var q []string
 	if p.RawQuery != "" {
-		q := strings.Split(p.RawQuery, "&")
+		// Lower case before sorting, as pywb and warcio sort.
+		q = strings.Split(strings.ToLower(p.RawQuery), "&")
+	}
+	q = append(q, extra...)
+	if len(q) > 0 {
 		slices.Sort(q)
-		b.WriteString("?" + strings.ToLower(strings.Join(q, "&")))
+		b.WriteString("?" + strings.Join(q, "&"))
 	}
 	return b.String()
 }

@@ -41,6 +41,15 @@ func TestKilledCrawlIsRecovered(t *testing.T) {
 	if len(open) != 1 {
 		t.Fatalf("open files %v, want 1", open)
 	}
+	// Beside it, the index lines of its records, unsorted (README: a
+	// killed Writer leaves name.cdxj.open too).
+	openIdx := strings.TrimSuffix(open[0], ".warc.gz.open") + ".cdxj.open"
+	if lines, err := os.ReadFile(openIdx); err != nil || strings.Count(string(lines), "\n") != 4 {
+		t.Fatalf("%s: %d lines (%v), want the 4 of the records written", filepath.Base(openIdx), strings.Count(string(lines), "\n"), err)
+	}
+	if idx, _ := filepath.Glob(filepath.Join(dir, "*.cdxj")); len(idx) != 0 {
+		t.Fatalf("indexes a reader would open while the crawl runs: %v", idx)
+	}
 	whole, err := os.ReadFile(open[0])
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +87,9 @@ func TestKilledCrawlIsRecovered(t *testing.T) {
 	}
 	if n := strings.Count(string(idx), "\n"); n != 4 {
 		t.Errorf("recovered index has %d lines, want 4:\n%s", n, idx)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.open")); len(left) != 0 {
+		t.Errorf("left open after recovery: %v", left)
 	}
 
 	// The next run writes a new file with the next serial number.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -119,6 +120,7 @@ func (s *site) requests() int {
 // record is what the tests check of a WARC record.
 type record struct {
 	typ, uri, id, concurrentTo, profile, refersTo, truncated, payloadDigest, ip string
+	refersToURI, refersToDate, date                                             string
 	block                                                                       []byte
 	file                                                                        string
 }
@@ -154,7 +156,13 @@ func readAll(t *testing.T, dir string) []record {
 			if got, want := sha1Base32(b), h.Get(gowarc.WarcBlockDigest); got != want {
 				t.Errorf("%s: %s record of %s: block digest %s, computed %s", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), want, got)
 			}
-			if _, payload, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok && wr.Type() != gowarc.Revisit && h.Has(gowarc.WarcPayloadDigest) {
+			if head, payload, ok := bytes.Cut(b, []byte("\r\n\r\n")); ok && wr.Type() != gowarc.Revisit && h.Has(gowarc.WarcPayloadDigest) {
+				if chunked(head) {
+					// The payload is the entity body, chunked framing off.
+					if payload, err = io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(payload))); err != nil {
+						t.Errorf("%s: %s record of %s: chunked body: %v", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), err)
+					}
+				}
 				if got, want := sha1Base32(payload), h.Get(gowarc.WarcPayloadDigest); got != want {
 					t.Errorf("%s: %s record of %s: payload digest %s, computed %s", filepath.Base(f), wr.Type(), h.Get(gowarc.WarcTargetURI), want, got)
 				}
@@ -164,6 +172,8 @@ func readAll(t *testing.T, dir string) []record {
 				concurrentTo: h.GetId(gowarc.WarcConcurrentTo), profile: h.Get(gowarc.WarcProfile),
 				refersTo: h.GetId(gowarc.WarcRefersTo), truncated: h.Get(gowarc.WarcTruncated),
 				payloadDigest: h.Get(gowarc.WarcPayloadDigest), ip: h.Get(gowarc.WarcIPAddress),
+				refersToURI: h.Get(gowarc.WarcRefersToTargetURI), refersToDate: h.Get(gowarc.WarcRefersToDate),
+				date:  h.Get(gowarc.WarcDate),
 				block: b, file: filepath.Base(f),
 			})
 			_ = rec.Close()
@@ -171,6 +181,17 @@ func readAll(t *testing.T, dir string) []record {
 		_ = r.Close()
 	}
 	return out
+}
+
+// chunked reports whether an HTTP message head says its body is chunked.
+func chunked(head []byte) bool {
+	for line := range strings.SplitSeq(string(head), "\r\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if ok && strings.EqualFold(name, "Transfer-Encoding") && strings.Contains(strings.ToLower(value), "chunked") {
+			return true
+		}
+	}
+	return false
 }
 
 func sha1Base32(b []byte) string {

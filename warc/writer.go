@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 
 	"github.com/magpiecrawl/magpie"
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // Writer writes the exchanges of a crawl to WARC files in one directory. It
@@ -84,9 +86,10 @@ type Counts struct {
 }
 
 // New returns a Writer into dir (created if missing). A file a killed crawl
-// left open (name.warc.gz.open) is recovered first: cut after its last
-// whole record, indexed and renamed, so that the new run continues in a new
-// file with the next serial number.
+// left open (name.warc.gz.open, and its unsorted index lines,
+// name.cdxj.open) is recovered first: cut after its last whole record,
+// indexed from the lines of the records it kept and renamed, so that the
+// new run continues in a new file with the next serial number.
 func New(dir string, opts ...Option) (*Writer, error) {
 	o := defaultOptions()
 	for _, f := range opts {
@@ -174,7 +177,10 @@ func (w *Writer) fail(err error) {
 }
 
 // ArchiveExchange writes x as a request and a response record (a revisit
-// record for a 304, or for a payload already archived in this crawl).
+// record for a 304, or for a payload already archived in this crawl). A
+// 304's record refers to x.Original, when set, and carries its payload
+// digest; for a whole 2xx answer (not a HEAD's) the Writer sets
+// x.Archived to the record that holds its payload, for a recrawl to keep.
 func (w *Writer) ArchiveExchange(x *magpie.WireExchange) error {
 	err := w.archive(x)
 	w.fail(err)
@@ -190,12 +196,17 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		br.Reset(nil) // keeps no reference to the exchange's bytes
 		readerPool.Put(br)
 	}()
-	br.Reset(x.Request.NewReader())
+	src := &byteCount{r: x.Request.NewReader()}
+	br.Reset(src)
 	hreq, err := http.ReadRequest(br)
 	if err != nil {
 		return fmt.Errorf("%w: request: %w", ErrUnreadableExchange, err)
 	}
 	target := targetURI(x.Scheme, hreq)
+	rq, err := inspectRequest(hreq, x.Request, src.n-int64(br.Buffered()))
+	if err != nil {
+		return fmt.Errorf("warc: reading the recorded request: %w", err)
+	}
 	info, err := inspectResponse(br, x.Response, hreq)
 	if err != nil {
 		return fmt.Errorf("%w: response of %s: %w", ErrUnreadableExchange, target, err)
@@ -206,27 +217,57 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	if err != nil {
 		return fmt.Errorf("warc: reading the recorded response: %w", err)
 	}
+	if info.chunked {
+		// WARC's payload is the entity body: the chunked framing off,
+		// any content encoding kept (WARC 1.1, section 5.9).
+		payload = info.payload
+	}
 	id, err := newRecordID()
 	if err != nil {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
 	stamp := date.Format(time.RFC3339Nano)
+	m := httpMessage{
+		typ: gowarc.Response, b: x.Response, id: id, target: target, ip: x.RemoteAddr,
+		date: stamp, block: block, payload: payload, truncated: info.truncated,
+	}
+	// What a recrawl keeps of a full answer, for a later 304 to refer to
+	// (a HEAD's answer has no payload to stand for).
+	keep := info.status/100 == 2 && !info.truncated && hreq.Method != http.MethodHead
+	if keep {
+		x.Archived = storage.Capture{RecordID: id, URI: target, Date: date, PayloadDigest: sha1Label(payload)}
+	}
 	var ref *gowarc.RevisitRef
 	switch {
 	case info.status == http.StatusNotModified:
+		// The payload of a server-not-modified revisit is the original's
+		// (WARC 1.1, section 6.7.2): named when the recrawl knows it,
+		// left out (rather than the digest of no body) when it does not.
 		ref = &gowarc.RevisitRef{Profile: gowarc.ProfileServerNotModifiedV1_1}
+		m.payload, m.noPayload = [20]byte{}, true
+		if o := x.Original; !o.IsZero() {
+			ref.TargetRecordId, ref.TargetUri = o.RecordID, o.URI
+			if !o.Date.IsZero() {
+				ref.TargetDate = o.Date.UTC().Format(time.RFC3339Nano)
+			}
+			m.payloadLabel, m.noPayload = o.PayloadDigest, o.PayloadDigest == ""
+			m.payload, _ = parseSHA1Label(o.PayloadDigest)
+			x.Archived = o
+		}
 	case info.status >= 200 && info.status < 300 && info.bodyLen > 0 && !info.truncated && w.seen != nil:
 		if first, dup := w.seen.first(payload, capture{id: id, uri: target, date: stamp}); dup {
 			ref = &gowarc.RevisitRef{
 				Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: first.id,
 				TargetUri: first.uri, TargetDate: first.date,
 			}
+			if keep {
+				// The record that holds the payload is the first one.
+				d, _ := time.Parse(time.RFC3339Nano, first.date)
+				x.Archived = storage.Capture{RecordID: first.id, URI: first.uri, Date: d, PayloadDigest: sha1Label(payload)}
+			}
 		}
 	}
-	m := httpMessage{
-		typ: gowarc.Response, b: x.Response, id: id, target: target, ip: x.RemoteAddr,
-		date: stamp, block: block, payload: payload, truncated: info.truncated,
-	}
+	indexDigest := m.payload // the index's digest (zero: none)
 	var out record = m.raw()
 	if ref != nil {
 		// A revisit record keeps the response's HTTP header: gowarc finds
@@ -248,6 +289,9 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 	if m.block, m.payload, err = digests(x.Request); err != nil {
 		return fmt.Errorf("warc: reading the recorded request: %w", err)
 	}
+	if rq.chunked {
+		m.payload = rq.payload
+	}
 	if m.id, err = newRecordID(); err != nil {
 		return fmt.Errorf("warc: record ID: %w", err)
 	}
@@ -264,7 +308,7 @@ func (w *Writer) archive(x *magpie.WireExchange) error {
 		}
 	}
 
-	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: payload}
+	line := cdxLine{target: target, date: date, mime: info.mime, status: info.status, digest: indexDigest, method: hreq.Method, key: rq.key}
 	if out.kind() == gowarc.Revisit {
 		line.mime = "warc/revisit"
 	}
@@ -319,7 +363,23 @@ type httpMessage struct {
 	id, target, ip, date string
 	concurrent           string // in a request's record: the response's record ID
 	block, payload       [20]byte
-	truncated            bool
+	// payloadLabel, when set, is the WARC-Payload-Digest written instead
+	// of payload's (a 304's revisit: the original's); noPayload leaves the
+	// field out.
+	payloadLabel string
+	noPayload    bool
+	truncated    bool
+}
+
+// payloadField is m's WARC-Payload-Digest, and whether it has one.
+func (m httpMessage) payloadField() (string, bool) {
+	switch {
+	case m.noPayload:
+		return "", false
+	case m.payloadLabel != "":
+		return m.payloadLabel, true
+	}
+	return sha1Label(m.payload), true
 }
 
 // raw returns the record of m, written from the recorded message itself.
@@ -346,7 +406,9 @@ func (m httpMessage) raw() *rawRecord {
 		field(gowarc.WarcConcurrentTo, "<"+m.concurrent+">")
 	}
 	field(gowarc.WarcBlockDigest, sha1Label(m.block))
-	field(gowarc.WarcPayloadDigest, sha1Label(m.payload))
+	if p, ok := m.payloadField(); ok {
+		field(gowarc.WarcPayloadDigest, p)
+	}
 	if m.truncated {
 		field(gowarc.WarcTruncated, "length")
 	}
@@ -390,7 +452,9 @@ func (w *Writer) httpRecord(m httpMessage) (gowarc.WarcRecord, error) {
 	rb := newBuilder(m.typ, opts)
 	rb.AddWarcHeader(gowarc.WarcRecordID, "<"+m.id+">")
 	rb.AddWarcHeader(gowarc.WarcBlockDigest, sha1Label(m.block))
-	rb.AddWarcHeader(gowarc.WarcPayloadDigest, sha1Label(m.payload))
+	if p, ok := m.payloadField(); ok {
+		rb.AddWarcHeader(gowarc.WarcPayloadDigest, p)
+	}
 	if _, err := io.Copy(rb, m.b.NewReader()); err != nil {
 		_ = rb.Close()
 		return nil, fmt.Errorf("warc: buffering response record: %w", err)
@@ -475,6 +539,17 @@ func sha1Label(sum [20]byte) string {
 	return string(b[:])
 }
 
+// parseSHA1Label reads a digest written as sha1Label writes it.
+func parseSHA1Label(s string) ([20]byte, bool) {
+	var sum [20]byte
+	b32, ok := strings.CutPrefix(s, "sha1:")
+	if !ok {
+		return sum, false
+	}
+	n, err := base32.StdEncoding.Decode(sum[:], []byte(b32))
+	return sum, err == nil && n == len(sum)
+}
+
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // targetURI is the URI the request asked for.
@@ -485,12 +560,55 @@ func targetURI(scheme string, r *http.Request) string {
 	return scheme + "://" + r.Host + r.RequestURI
 }
 
+// requestInfo is what the records and the index need of a request.
+type requestInfo struct {
+	// chunked is set for a body sent with chunked transfer coding; payload
+	// is then the SHA-1 of the body with its framing taken off.
+	chunked bool
+	payload [20]byte
+	// key is what the index key of a request other than a GET adds.
+	key methodKey
+}
+
+// inspectRequest reads what the records and index need of hreq, just read
+// from the recorded request b, whose header is head bytes long: a chunked
+// body's payload digest, and the key of a request other than a GET, from
+// the body as recorded (warcio keys it so).
+func inspectRequest(hreq *http.Request, b *magpie.WireBytes, head int64) (requestInfo, error) {
+	var info requestInfo
+	if slices.Contains(hreq.TransferEncoding, "chunked") {
+		h := sha1.New()
+		if _, err := io.Copy(h, hreq.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return info, err
+		}
+		info.chunked = true
+		h.Sum(info.payload[:0])
+	}
+	if hreq.Method == http.MethodGet {
+		return info, nil
+	}
+	r := b.NewReader()
+	if _, err := io.CopyN(io.Discard, r, head); err != nil {
+		return info, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r, maxKeyBody))
+	if err != nil {
+		return info, err
+	}
+	info.key = keyForMethod(hreq.Method, hreq.Header.Get("Content-Type"), body)
+	return info, nil
+}
+
 // responseInfo is what the index and the revisit decision need of a response.
 type responseInfo struct {
 	status    int
 	mime      string
 	bodyLen   int64
 	truncated bool
+	// chunked is set for a body sent with chunked transfer coding; payload
+	// is then the SHA-1 of the body with its framing taken off.
+	chunked bool
+	payload [20]byte
 }
 
 // inspectResponse reads the recorded response as a client would: a body
@@ -515,10 +633,21 @@ func inspectResponse(br *bufio.Reader, b *magpie.WireBytes, req *http.Request) (
 		info.truncated = b.Len()-head < res.ContentLength
 		return info, nil
 	}
-	n, err := io.Copy(io.Discard, res.Body)
+	// Chunked (or framed by the connection's end): the body is read as a
+	// client reads it, framing taken off, and hashed on the way.
+	h := digesterPool.Get().(*digester)
+	defer digesterPool.Put(h)
+	h.payload.Reset()
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	n, err := io.CopyBuffer(h.payload, res.Body, *bp)
 	info.bodyLen = n
 	if err != nil {
 		info.truncated = true
+	}
+	if slices.Contains(res.TransferEncoding, "chunked") {
+		info.chunked = true
+		h.payload.Sum(info.payload[:0])
 	}
 	return info, nil
 }

@@ -16,7 +16,7 @@ import (
 // the suite closes it when it is an io.Closer.
 //
 // Contract checked: a state round-trips (to the millisecond, LastModified
-// to the second) for any uint64 ID; GetPages reports absent IDs as not
+// to the second, a Capture's date to the nanosecond) for any uint64 ID; GetPages reports absent IDs as not
 // found, in order, repeats included; PutPages replaces; DuePages yields
 // exactly the pages due by its argument, each once, across more pages than
 // a store reads in one batch, lets the loop write to the store and stop
@@ -62,13 +62,23 @@ func samplePage(i int) storage.PageState {
 		Interval:     36 * time.Hour,
 		Change:       uint8(i % 5),
 		Depth:        i%7 + 1,
+		// The capture of an archived page: under the page's URL, or under
+		// another (a redirect's target); to the nanosecond.
+		Capture: storage.Capture{
+			RecordID:      fmt.Sprintf("urn:uuid:00000000-0000-4000-8000-%012d", i),
+			URI:           fmt.Sprintf("https://example.com/docs/section-%d.html?q=%d", i+i%2, i),
+			Date:          base.Add(-time.Duration(i) * time.Nanosecond).UTC(),
+			PayloadDigest: fmt.Sprintf("sha1:%032d", i),
+		},
 	}
 }
 
 func samePage(a, b storage.PageState) bool {
 	return a.URL == b.URL && a.Fetched.Equal(b.Fetched) && a.Status == b.Status && a.ETag == b.ETag &&
 		a.LastModified.Equal(b.LastModified) && a.Digest == b.Digest && a.Due.Equal(b.Due) &&
-		a.Interval == b.Interval && a.Change == b.Change && a.Depth == b.Depth
+		a.Interval == b.Interval && a.Change == b.Change && a.Capture.RecordID == b.Capture.RecordID &&
+		a.Capture.URI == b.Capture.URI && a.Capture.Date.Equal(b.Capture.Date) && a.Capture.PayloadDigest == b.Capture.PayloadDigest &&
+		a.Depth == b.Depth
 }
 
 func mustPut(t *testing.T, p storage.PageStore, pages ...storage.Page) {

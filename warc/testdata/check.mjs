@@ -1,14 +1,16 @@
 // check.mjs FILE...: reads WARC files with Webrecorder's warcio (resolved
 // from NODE_PATH), recomputes every record's WARC-Block-Digest and, for
 // response and request records, its WARC-Payload-Digest (sha1, base32: the
-// bytes after the HTTP headers), and prints one JSON object: the number of
-// records by WARC-Type and the digests that did not match.
+// bytes after the HTTP headers, with a chunked body's framing taken off by
+// warcio's own reader, any Content-Encoding kept), and prints one JSON
+// object: the number of records by WARC-Type and the digests that did not
+// match.
 import { createReadStream } from "node:fs";
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 
 const require = createRequire(process.env.NODE_PATH.split(":")[0] + "/");
-const { WARCParser } = require("warcio");
+const { WARCParser, AsyncIterReader } = require("warcio");
 
 const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 function base32(buf) {
@@ -48,7 +50,12 @@ for (const file of process.argv.slice(2)) {
     const pd = record.warcPayloadDigest;
     if ((type === "response" || type === "request") && pd) {
       const end = indexOfHeadEnd(block);
-      const got = sha1(end < 0 ? new Uint8Array() : block.subarray(end));
+      let payload = end < 0 ? new Uint8Array() : block.subarray(end);
+      const head = end < 0 ? "" : new TextDecoder().decode(block.subarray(0, end));
+      if (/^transfer-encoding:[^\r\n]*chunked/im.test(head)) {
+        payload = await new AsyncIterReader([payload], null, true).readFully();
+      }
+      const got = sha1(payload);
       if (pd !== got) bad.push(`${file}: ${type} ${uri}: payload digest ${pd}, computed ${got}`);
     }
   }
