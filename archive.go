@@ -276,24 +276,34 @@ func archiveTransport(t *http.Transport) *http.Transport {
 		if err != nil {
 			return nil, err
 		}
-		c := &tls.Config{}
-		if cfg != nil {
-			c = cfg.Clone()
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = ""
 		}
-		if c.ServerName == "" {
-			if host, _, err := net.SplitHostPort(addr); err == nil {
-				c.ServerName = host
-			}
-		}
-		c.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(raw, c)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			_ = raw.Close()
-			return nil, err
-		}
-		return &recordConn{Conn: tc, scheme: "https"}, nil
+		return recordTLS(ctx, raw, cfg, host)
 	}
 	return t
+}
+
+// recordTLS makes the TLS handshake with host over raw, itself and for
+// HTTP/1.1 only, so that the bytes recorded are those above TLS: the
+// exchange as it crossed the wire, readable. cfg (nil: the defaults) is
+// cloned; raw is closed when the handshake fails.
+func recordTLS(ctx context.Context, raw net.Conn, cfg *tls.Config, host string) (net.Conn, error) {
+	c := &tls.Config{}
+	if cfg != nil {
+		c = cfg.Clone()
+	}
+	if c.ServerName == "" {
+		c.ServerName = host
+	}
+	c.NextProtos = []string{"http/1.1"}
+	tc := tls.Client(raw, c)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	return &recordConn{Conn: tc, scheme: "https"}, nil
 }
 
 // setArchiver sets (nil: removes) the Archiver and wraps the transport.

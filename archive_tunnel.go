@@ -3,7 +3,6 @@ package magpie
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -121,20 +120,7 @@ func tunnelTransport(base *http.Transport, p *url.URL) *http.Transport {
 			_ = raw.Close()
 			return nil, err
 		}
-		c := &tls.Config{}
-		if base.TLSClientConfig != nil {
-			c = base.TLSClientConfig.Clone()
-		}
-		if c.ServerName == "" {
-			c.ServerName = host
-		}
-		c.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(raw, c)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			_ = raw.Close()
-			return nil, err
-		}
-		return &recordConn{Conn: tc, scheme: "https"}, nil
+		return recordTLS(ctx, raw, base.TLSClientConfig, host)
 	}
 	return t
 }
