@@ -505,6 +505,9 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			return err
 		}
 	}
+	if err := c.checkBlocked(req.URL); err != nil {
+		return err
+	}
 	c.shared.creds.noteStart(req)
 	if done&checkedRobots == 0 && req.Method != "HEAD" && isWeb(req.URL) {
 		noteCheck(c, checkRobotsStep)

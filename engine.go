@@ -251,6 +251,12 @@ func (r *run) feedLoop() {
 func (r *run) dispatch() {
 	paced, _ := r.front.(pacedFrontier)
 	for {
+		// While paused, wait before taking a token and a host's turn, so
+		// that the pause holds neither (submit waits too, for a pause
+		// that began while this waited in the gate).
+		if r.c.awaitResume(r.feedCtx) != nil {
+			return
+		}
 		select {
 		case r.tokens <- struct{}{}:
 		case <-r.feedCtx.Done():
@@ -272,12 +278,20 @@ func (r *run) dispatch() {
 // submit hands req, which holds ticket and a download token, to the
 // scheduler. It reports false when the run is stopping: req is then
 // finished as never started.
+//
+// It is the one place a request starts, so it is where Pause holds:
+// while the collector is paused, submit waits for Resume, or for the run
+// to stop (feedCtx).
 func (r *run) submit(req *Request, ticket *limits.Ticket) bool {
 	req.ticket = ticket
 	r.busyMu.Lock()
 	r.busy++
 	r.busyMu.Unlock()
-	if err := r.sched.Submit(r.feedCtx, req); err != nil {
+	err := r.c.awaitResume(r.feedCtx)
+	if err == nil {
+		err = r.sched.Submit(r.feedCtx, req)
+	}
+	if err != nil {
 		ticket.Done(limits.Result{Err: err})
 		r.finish(req, notStartedErr(req))
 		return false

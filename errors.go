@@ -121,6 +121,12 @@ var (
 	// ErrUndecodableRequest is wrapped by the error RunQueue reports for a queue
 	// entry that Request.Marshal did not produce.
 	ErrUndecodableRequest = errors.New("undecodable queued request")
+	// ErrHostBlocked is returned, and delivered to OnRefused, for a request
+	// to a host that BlockHost blocked.
+	ErrHostBlocked = errors.New("host blocked")
+	// ErrInvalidHost is returned by BlockHost and UnblockHost for a host
+	// that is empty or not a host[:port].
+	ErrInvalidHost = errors.New("invalid host")
 )
 
 // CallbackPanicError is the error for a recovered callback panic; errors.Is(err, ErrCallbackPanic) holds.
