@@ -251,12 +251,6 @@ func (r *run) feedLoop() {
 func (r *run) dispatch() {
 	paced, _ := r.front.(pacedFrontier)
 	for {
-		// While paused, wait before taking a token and a host's turn, so
-		// that the pause holds neither (submit waits too, for a pause
-		// that began while this waited in the gate).
-		if r.c.awaitResume(r.feedCtx) != nil {
-			return
-		}
 		select {
 		case r.tokens <- struct{}{}:
 		case <-r.feedCtx.Done():
@@ -281,7 +275,9 @@ func (r *run) dispatch() {
 //
 // It is the one place a request starts, so it is where Pause holds:
 // while the collector is paused, submit waits for Resume, or for the run
-// to stop (feedCtx).
+// to stop (feedCtx). The request it holds has its host's turn and a
+// token, so it is the first to start on Resume; the dispatcher takes no
+// other meanwhile.
 func (r *run) submit(req *Request, ticket *limits.Ticket) bool {
 	req.ticket = ticket
 	r.busyMu.Lock()

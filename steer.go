@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/idna"
 )
@@ -27,15 +29,17 @@ type steering struct {
 	// blocked holds the blocked hosts' keys (blockKey), copied on every
 	// change so that admission reads it without a lock; nil when none.
 	blocked atomic.Pointer[map[string]struct{}]
-	// pausedHook, set by tests before a crawl, is called each time the
-	// engine starts waiting for Resume.
+	// pausedHook, set by tests before a crawl, is called each time a
+	// request about to start is held by the pause (run.submit).
 	pausedHook func()
 }
 
 // Pause stops the collector from starting requests (not in Colly): while it
 // is paused, no request is sent, in every mode (sync or async Visit,
 // RunQueue over any storage), and no robots.txt is fetched for a host whose
-// robots.txt is not known yet. Requests in flight finish as usual: their
+// robots.txt is not known yet (its requests are checked when they are
+// about to start), except for a Visit made during a queue run from outside
+// its callbacks. Requests in flight finish as usual: their
 // callbacks run, and the links they find are admitted and queued, to start
 // once the crawl resumes. Nothing is dropped; a queue run keeps renewing
 // the leases it holds, so its entries are not taken over by another
@@ -227,4 +231,33 @@ func (c *Collector) checkBlocked(u *url.URL) error {
 		return fmt.Errorf("%w: %s", ErrHostBlocked, key)
 	}
 	return nil
+}
+
+// errPausedRobots is the cause of a wait for a robots.txt that admission
+// did not fetch because the collector was paused.
+var errPausedRobots = errors.New("not fetched while paused")
+
+// robotsWhilePaused keeps admission from fetching a robots.txt while the
+// collector is paused: for a host whose robots.txt is not known yet it
+// returns a *robotsPendingError due now, so that the request waits and is
+// checked when it is about to start (fetch.go, recheckRobots), or, for a
+// link of a queue run, when its entry is leased. A request pushed to a
+// queue as admitted (a Visit during a queue run) would lose that wait (it
+// is not stored), so its robots.txt is fetched at admission, pause or not.
+func (c *Collector) robotsWhilePaused(req *Request) error {
+	if !c.Paused() || c.shared.robots.known(req.URL) {
+		return nil
+	}
+	if !req.entry.deferMark && !req.entry.onLease {
+		if pr := req.parentRun; pr != nil && pr.queueMode {
+			return nil
+		}
+		c.runMu.Lock()
+		r := c.run
+		c.runMu.Unlock()
+		if r != nil && r.queueMode {
+			return nil
+		}
+	}
+	return &robotsPendingError{RobotsURL: robotsURLOf(req.URL).String(), Until: time.Now(), Err: errPausedRobots}
 }

@@ -567,3 +567,120 @@ func TestBlockHostMatching(t *testing.T) {
 		}
 	}
 }
+
+// robotsSite is one server reached as two hosts, 127.0.0.1 and localhost
+// (two robots.txt), that counts and tells every request, robots.txt
+// included: the root on 127.0.0.1 links to /b on localhost.
+type robotsSite struct {
+	*httptest.Server
+	other   string // the server's URL as localhost
+	arrived chan string
+	mu      sync.Mutex
+	hits    map[string]int // by host and path
+}
+
+func newRobotsSite(t *testing.T) *robotsSite {
+	s := &robotsSite{arrived: make(chan string, 64), hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Host + r.URL.Path
+		s.mu.Lock()
+		s.hits[k]++
+		s.mu.Unlock()
+		s.arrived <- k
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			fmt.Fprintf(w, `<a href="%s/b">b</a>`, s.other)
+		}
+	}))
+	s.other = strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *robotsSite) count(k string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[k]
+}
+
+// waitHeldRobots is waitHeld for a robotsSite.
+func waitHeldRobots(t *testing.T, held <-chan struct{}, s *robotsSite) {
+	t.Helper()
+	select {
+	case <-held:
+	case k := <-s.arrived:
+		t.Fatalf("%s was requested while paused", k)
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out waiting for the engine to wait for Resume")
+	}
+}
+
+// TestPauseDefersRobots: while paused, admission fetches no robots.txt it
+// does not know yet (a Visit, a link found by a request in flight, a queue
+// entry admitted on its lease): each is fetched, once, after Resume,
+// before the request it checks.
+func TestPauseDefersRobots(t *testing.T) {
+	t.Run("link", func(t *testing.T) {
+		s := newRobotsSite(t)
+		c := NewCollector(Async())
+		held := pausedSignal(c)
+		c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+		c.OnResponse(func(r *Response) {
+			if r.Request.URL.Path == "/" {
+				c.Pause()
+			}
+		})
+		if err := c.Visit(s.URL + "/"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, s.arrived, "the first robots.txt")
+		waitFor(t, s.arrived, "the root")
+		waitHeldRobots(t, held, s)
+		c.Resume()
+		c.Wait()
+		bHost := strings.TrimPrefix(s.other, "http://")
+		if n, m := s.count(bHost+"/robots.txt"), s.count(bHost+"/b"); n != 1 || m != 1 {
+			t.Errorf("after Resume: robots.txt fetched %d times, the page %d; want 1, 1", n, m)
+		}
+	})
+	t.Run("visit", func(t *testing.T) {
+		s := newRobotsSite(t)
+		c := NewCollector(Async())
+		held := pausedSignal(c)
+		c.Pause()
+		if err := c.Visit(s.other + "/b"); err != nil {
+			t.Fatal(err)
+		}
+		waitHeldRobots(t, held, s)
+		c.Resume()
+		c.Wait()
+		bHost := strings.TrimPrefix(s.other, "http://")
+		if n, m := s.count(bHost+"/robots.txt"), s.count(bHost+"/b"); n != 1 || m != 1 {
+			t.Errorf("after Resume: robots.txt fetched %d times, the page %d; want 1, 1", n, m)
+		}
+	})
+	t.Run("queue", func(t *testing.T) {
+		s := newRobotsSite(t)
+		q := storage.NewMemoryQueue(0)
+		pushURL(t, q, s.other+"/b")
+		pushURL(t, q, s.other+"/c")
+		c := NewCollector()
+		held := pausedSignal(c)
+		c.Pause()
+		ran := make(chan error, 1)
+		go func() { ran <- c.RunQueue(t.Context(), q, 2) }()
+		waitHeldRobots(t, held, s)
+		c.Resume()
+		if err := waitFor(t, ran, "RunQueue"); err != nil {
+			t.Fatal(err)
+		}
+		bHost := strings.TrimPrefix(s.other, "http://")
+		if n, m, o := s.count(bHost+"/robots.txt"), s.count(bHost+"/b"), s.count(bHost+"/c"); n != 1 || m != 1 || o != 1 {
+			t.Errorf("after Resume: robots.txt fetched %d times, the pages %d and %d; want 1, 1, 1", n, m, o)
+		}
+	})
+}
