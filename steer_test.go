@@ -273,6 +273,31 @@ func TestStopWhilePaused(t *testing.T) {
 	}
 }
 
+// TestPauseStdlibContextEnds: a paused crawl whose StdlibContext ends
+// stops as it would unpaused: Wait returns, nothing was sent, and the
+// request held is counted as not started.
+func TestPauseStdlibContextEnds(t *testing.T) {
+	s := newPauseSite(t, 2)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := NewCollector(Async(), IgnoreRobotsTxt(), StdlibContext(ctx))
+	held := pausedSignal(c)
+	c.Pause()
+	if err := c.Visit(s.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, held, s)
+	cancel()
+	waited := make(chan struct{})
+	go func() { c.Wait(); close(waited) }()
+	waitFor(t, waited, "Wait after the StdlibContext ended")
+	if got := s.total(); got != 0 {
+		t.Errorf("%d requests sent while paused", got)
+	}
+	if st := c.Stats(); st.NotStarted != 1 {
+		t.Errorf("Stats().NotStarted = %d, want 1", st.NotStarted)
+	}
+}
+
 // renewQueue is a storage.Queue that tells each lease renewal.
 type renewQueue struct {
 	storage.Queue
@@ -683,4 +708,26 @@ func TestPauseDefersRobots(t *testing.T) {
 			t.Errorf("after Resume: robots.txt fetched %d times, the pages %d and %d; want 1, 1, 1", n, m, o)
 		}
 	})
+}
+
+// TestBlockHostAsksNoRobots: a link to a blocked host is refused before
+// its robots.txt would be fetched.
+func TestBlockHostAsksNoRobots(t *testing.T) {
+	s := newRobotsSite(t)
+	c := NewCollector(Async())
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	if err := c.BlockHost("localhost"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Visit(s.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	bHost := strings.TrimPrefix(s.other, "http://")
+	if n := s.count(bHost + "/robots.txt"); n != 0 {
+		t.Errorf("the blocked host's robots.txt was fetched %d times", n)
+	}
+	if got := c.Stats().Refused[RefusedBlocked]; got != 1 {
+		t.Errorf("Stats().Refused[%q] = %d, want 1", RefusedBlocked, got)
+	}
 }
