@@ -167,6 +167,10 @@ func (c *Collector) knownLink(parent *Request, href string, depth int) (abs *url
 	if err := cfg.checkURL(abs, depth); err != nil {
 		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{}, err)
 	}
+	if err := c.checkBlocked(abs); err != nil {
+		// Before robots.txt, which a blocked host must not be asked for.
+		return c.refuseLink(parent, slab, abs, depth, heard, linkVerdict{}, err)
+	}
 	ua := cfg.userAgent
 	if h := c.Headers; h != nil {
 		ua = cfg.userAgentOf(*h)
@@ -508,11 +512,18 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			return err
 		}
 	}
+	if err := c.checkBlocked(req.URL); err != nil {
+		return err
+	}
 	c.shared.creds.noteStart(req)
 	if done&checkedRobots == 0 && req.Method != "HEAD" && isWeb(req.URL) {
 		noteCheck(c, checkRobotsStep)
 		req.robotsUA = cfg.userAgentOf(*req.Headers)
-		if err := c.checkRobots(ctx, cfg, req.URL, req.robotsUA); err != nil {
+		err := c.robotsWhilePaused(req)
+		if err == nil {
+			err = c.checkRobots(ctx, cfg, req.URL, req.robotsUA)
+		}
+		if err != nil {
 			var pending *robotsPendingError
 			var down *hostDownError
 			switch {

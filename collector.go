@@ -136,6 +136,8 @@ type Collector struct {
 
 	// budgets are the MaxRequestsPerHost counts (admit.go).
 	budgets hostBudgets
+	// steer is the pause and the blocked hosts (steer.go).
+	steer steering
 
 	requestCount  atomic.Uint32
 	responseCount atomic.Uint32

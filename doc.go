@@ -105,6 +105,7 @@
 //	             flight.go          a request's bookkeeping in flight: run, tries, marks, host's turn, callbacks
 //	             callbacks.go       running user code: registration, panics, the callback mark
 //	             runners.go         the callback runners: guard, reap, stuck callbacks
+//	             steer.go           steering a running crawl: Pause, Resume, BlockHost
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //
 // # The goroutines of a crawl
@@ -121,7 +122,8 @@
 //     runtime.Goexit while a lease is refused makes it spawn its successor.
 //   - the dispatcher (run.dispatch, spawned by startRun) takes a download
 //     token, then a request whose host may start from the gate, counts it
-//     busy and submits it to the scheduler.
+//     busy and submits it to the scheduler; while the collector is paused
+//     it holds that request (run.submit) until Resume or the run stops.
 //   - the error drain (run.drainErrors, spawned by startRun) logs what the
 //     scheduler reports.
 //   - the StdlibContext watcher (run.reapAfter, spawned by startRun when that

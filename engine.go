@@ -276,12 +276,22 @@ func (r *run) dispatch() {
 // submit hands req, which holds ticket and a download token, to the
 // scheduler. It reports false when the run is stopping: req is then
 // finished as never started.
+//
+// It is the one place a request starts, so it is where Pause holds:
+// while the collector is paused, submit waits for Resume, or for the run
+// to stop (feedCtx). The request it holds has its host's turn and a
+// token, so it is the first to start on Resume; the dispatcher takes no
+// other meanwhile.
 func (r *run) submit(req *Request, ticket *limits.Ticket) bool {
 	req.ticket = ticket
 	r.busyMu.Lock()
 	r.busy++
 	r.busyMu.Unlock()
-	if err := r.sched.Submit(r.feedCtx, req); err != nil {
+	err := r.c.awaitResume(r.feedCtx)
+	if err == nil {
+		err = r.sched.Submit(r.feedCtx, req)
+	}
+	if err != nil {
 		ticket.Done(limits.Result{Err: err})
 		r.finish(req, notStartedErr(req))
 		return false

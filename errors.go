@@ -125,6 +125,12 @@ var (
 	// error delivered to OnError when a server's Retry-After is longer than
 	// MaxRetryAfter allows: the request failed at once instead of waiting.
 	ErrRetryAfterTooLong = errors.New("server busy: Retry-After too long")
+	// ErrHostBlocked is returned, and delivered to OnRefused, for a request
+	// to a host that BlockHost blocked.
+	ErrHostBlocked = errors.New("host blocked")
+	// ErrInvalidHost is returned by BlockHost and UnblockHost for a host
+	// that is empty or not a host[:port].
+	ErrInvalidHost = errors.New("invalid host")
 )
 
 // CallbackPanicError is the error for a recovered callback panic; errors.Is(err, ErrCallbackPanic) holds.

@@ -27,6 +27,7 @@ func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req 
 	x.ctx = hctx
 	switch {
 	case x.stopped(): // StdlibContext done, or the crawl stopped
+	case x.blocked(): // BlockHost since it was queued
 	case x.recheckRobots(): // robots.txt was unreadable at admission
 	case x.conditional(): // recrawl: validators of the stored page (recrawl.go)
 	case x.onRequest(): // OnRequest; Abort drops the request
@@ -89,6 +90,17 @@ func (x *exchange) stopped() bool {
 	x.result.Err = x.resp.err
 	x.out = x.resp
 	return true
+}
+
+// blocked refuses a request whose host BlockHost blocked after it was
+// queued: it is not sent, and goes to OnRefused (a queue run acknowledges
+// its entry).
+func (x *exchange) blocked() bool {
+	if err := x.c.checkBlocked(x.req.URL); err != nil {
+		x.c.logRefusal(x.req, err)
+		return x.fail(&refusedInFetch{err})
+	}
+	return false
 }
 
 // recheckRobots checks again a request admitted while its host's

@@ -177,6 +177,9 @@ type queueEntry struct {
 	// them but leaves the MaxRequests slot and the visited mark to the
 	// lease of their queue entry (see Collector.admit).
 	deferMark bool
+	// onLease is set while an entry is admitted on its lease: the request
+	// then stays in memory until it starts (see robotsWhilePaused).
+	onLease bool
 	// admitted is set on requests the collector admitted before queueing
 	// them; a queue entry without it is admitted when leased.
 	admitted bool
@@ -587,7 +590,9 @@ func (f *queueFrontier) admitEntry(ctx context.Context, e storage.Entry) (*Reque
 		req.checkRevisit = true
 		req.entry.ownsMark = req.entry.redelivered || req.entry.premark == premarkUnknown
 		premarked := req.entry.premark == premarkAdded
+		req.entry.onLease = true
 		err := f.admitLeased(ctx, req)
+		req.entry.onLease = false
 		if err != nil && premarked && !req.marked {
 			// Refused after its mark was set with its batch's: take the
 			// mark back, as if it had never been set.

@@ -7,8 +7,9 @@ import (
 
 // RefusedCallback is called with a request that was refused before it was
 // sent (domain, URL filter, depth, robots.txt, already visited, MaxRequests,
-// MaxRequestsPerHost, scheme, invalid URL, full queue, stopped crawl) and the typed error that
-// says why; Visit returns the same error.
+// MaxRequestsPerHost, scheme, invalid URL, full queue, stopped crawl,
+// blocked host) and the typed error that says why; Visit returns the same
+// error.
 type RefusedCallback func(*Request, error)
 
 // OnRefused registers f for requests refused before they were sent. OnError
@@ -36,6 +37,7 @@ const (
 	RefusedPrivateNetwork    = "private_network"
 	RefusedSitemapNesting    = "sitemap_nesting"
 	RefusedSitemapScope      = "sitemap_scope"
+	RefusedBlocked           = "blocked"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -61,6 +63,7 @@ var refusalReasons = []struct {
 	{ErrStopped, RefusedStopped},
 	{ErrSitemapNesting, RefusedSitemapNesting},
 	{ErrSitemapOutOfScope, RefusedSitemapScope},
+	{ErrHostBlocked, RefusedBlocked},
 }
 
 // refusalReason names the refusal err is, or returns "" for an error that is
@@ -92,7 +95,7 @@ type refusalCounts struct {
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
 	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
-	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue, RefusedHostBudget}
+	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue, RefusedHostBudget, RefusedBlocked}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

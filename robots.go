@@ -300,6 +300,25 @@ func (rc *robotsCache) entry(key robotsHost, fresh bool) (e *robotsEntry, leader
 	return e, true
 }
 
+// known reports whether a check of u's host would fetch nothing: its
+// robots.txt is cached and fresh, or being fetched.
+func (rc *robotsCache) known(u *url.URL) bool {
+	key := robotsKey(u)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	el, ok := rc.entries[key]
+	if !ok {
+		return false
+	}
+	e := el.Value.(*robotsEntry)
+	select {
+	case <-e.done:
+		return !e.retry && time.Now().Before(e.expires)
+	default:
+		return true
+	}
+}
+
 // remove drops el from the cache; called under mu.
 func (rc *robotsCache) remove(el *list.Element) {
 	e := rc.lru.Remove(el).(*robotsEntry)

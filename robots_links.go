@@ -97,6 +97,11 @@ func (c *Collector) linkRobots(ctx context.Context, cfg *config, slab *linkSlab,
 		}
 		return time.Time{}, nil
 	}
+	if c.Paused() && !c.shared.robots.known(u) {
+		// Not fetched during a pause: checked when the link would start
+		// (knownLink serves in-memory runs only, which keep the wait).
+		return time.Now(), nil
+	}
 	err := c.checkRobots(ctx, cfg, u, ua)
 	if err == nil || errors.Is(err, ErrRobotsTxtBlocked) {
 		// The slab's own memo serves its first host; a page whose

@@ -38,6 +38,9 @@ type Stats struct {
 	// Pending is how many requests of the current crawl are admitted and
 	// not finished (waiting, parked or in flight); 0 when no crawl runs.
 	Pending int `json:"pending"`
+	// Paused reports whether the collector is paused (Pause): no request
+	// starts until Resume.
+	Paused bool `json:"paused"`
 	// Parked is how many requests wait in the politeness gate for their
 	// host's turn (at most MaxParked, plus limits.ParkedPerHost per host
 	// past the first).
@@ -134,7 +137,7 @@ func (c *Collector) Stats() Stats {
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
 		Bytes: c.counts.bytes.Load(), NotStarted: c.counts.notStarted.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
 		HTMLStreamed: c.counts.streamed.Load(), HTMLParsedWhole: c.counts.parsedWhole.Load(),
-		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(),
+		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(), Paused: c.Paused(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
 	}
 	st.Recrawl = c.recrawlStats()
@@ -174,6 +177,9 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, "StreamHTML: %d pages streamed, %d parsed whole\n", s.HTMLStreamed, s.HTMLParsedWhole)
 	}
 	fmt.Fprintf(&b, "pending %d, parked %d, not started (crawl stopped) %d", s.Pending, s.Parked, s.NotStarted)
+	if s.Paused {
+		b.WriteString("; paused")
+	}
 	for _, h := range s.Hosts {
 		fmt.Fprintf(&b, "\n  %s: %d in flight, %d waiting", h.Host, h.InFlight, h.Waiting)
 	}
