@@ -424,6 +424,9 @@ func (st *fetchState) check(next *http.Request, via []*http.Request) error {
 	if err := cfg.checkURL(next.URL, depth); err != nil {
 		return err
 	}
+	if err := c.checkBlocked(next.URL); err != nil {
+		return err
+	}
 	if !strings.EqualFold(prev.URL.Host, next.URL.Host) {
 		// Credentials and explicit cookies belong to the first host; the
 		// jar adds the new host's own cookies after this check.

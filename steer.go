@@ -99,7 +99,8 @@ func (c *Collector) awaitResume(ctx context.Context) error {
 // BlockHost refuses every request to host from now on (not in Colly): new
 // links and Visits are refused at admission, and requests already queued
 // are refused when they would start (a queue run acknowledges their
-// entries, as for any refusal). Each refusal is returned or delivered to
+// entries, as for any refusal), and a redirect to host fails at that hop
+// (to OnError, wrapping ErrHostBlocked). Each refusal is returned or delivered to
 // OnRefused with ErrHostBlocked and counted in Stats.Refused["blocked"].
 // Requests to host in flight finish.
 //

@@ -731,3 +731,32 @@ func TestBlockHostAsksNoRobots(t *testing.T) {
 		t.Errorf("Stats().Refused[%q] = %d, want 1", RefusedBlocked, got)
 	}
 }
+
+// A redirect to a blocked host is refused at the hop, as a link to it is:
+// the blocked host gets no request, and the error names the block.
+func TestBlockHostRedirectHop(t *testing.T) {
+	var blockedHits sync.Map
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		blockedHits.Store(r.URL.Path, true)
+		fmt.Fprint(w, "<title>b</title>")
+	}))
+	t.Cleanup(b.Close)
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, b.URL+"/landing", http.StatusFound)
+	}))
+	t.Cleanup(a.Close)
+	c := NewCollector(IgnoreRobotsTxt())
+	if err := c.BlockHost(strings.TrimPrefix(b.URL, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	var onError error
+	c.OnError(func(_ *Response, err error) { onError = err })
+	err := c.Visit(a.URL + "/moved")
+	if !errors.Is(err, ErrHostBlocked) || !errors.Is(onError, ErrHostBlocked) {
+		t.Errorf("Visit(/moved) error = %v, OnError got %v, want both to wrap ErrHostBlocked", err, onError)
+	}
+	blockedHits.Range(func(k, _ any) bool {
+		t.Errorf("the blocked host got a request for %v", k)
+		return true
+	})
+}
