@@ -242,6 +242,9 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 	case f.scope != "host" && f.scope != "domain" && f.scope != "subdomains":
 		return cfg, usagef("--scope %q: want host, domain or subdomains", f.scope)
 	}
+	if err := f.fields.checkTaken(f.state != "", f.includeFailed); err != nil {
+		return cfg, usagef("--field: %w", err)
+	}
 	return cfg, nil
 }
 

@@ -120,6 +120,23 @@ type bodilessRecord struct {
 	Change string `json:"change"`
 }
 
+// bodilessItem is the item of a revisited page that sent no body: a 304
+// (unchanged), or a 404 or 410 where a page was (gone). What its body
+// would have given (title and links, or the --field values) is not known:
+// it is left out, an empty cell in a CSV, rather than written as data.
+func bodilessItem(cfg crawlConfig, r *magpie.Response) any {
+	u := r.Request.URL.String()
+	if len(cfg.fields) == 0 {
+		return bodilessRecord{URL: u, Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()}
+	}
+	rec := fieldRecord{names: []string{"url", "change"}, values: []string{u, r.Change.String()}}
+	if cfg.includeFailed {
+		rec.names = append(rec.names, "status")
+		rec.values = append(rec.values, strconv.Itoa(r.StatusCode))
+	}
+	return rec
+}
+
 // fieldRecord is one item of crawl output with --field: the URL, then the
 // fields in the order they were given (a map would sort them).
 type fieldRecord struct {
@@ -169,6 +186,9 @@ func (cfg *crawlConfig) columns() []string {
 	cols := []string{"url"}
 	for _, f := range cfg.fields {
 		cols = append(cols, f.name)
+	}
+	if cfg.recrawl != nil {
+		cols = append(cols, "change") // what a recrawl found, as without --field
 	}
 	if cfg.includeFailed {
 		// Failed pages are told apart by these.
@@ -378,7 +398,7 @@ func crawl(ctx context.Context, cfg crawlConfig, t *tally, emit magpie.ItemProce
 	fl.stopping = func() bool { return ctx.Err() != nil }
 	register(c, cfg, t, st, sc, fl)
 	if cfg.recrawl != nil {
-		registerRecrawl(c)
+		registerRecrawl(c, cfg)
 	}
 	c.Pipeline(emit)
 	if cfg.onStart != nil {
@@ -661,6 +681,9 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 				}
 				rec.values = append(rec.values, strings.TrimSpace(v))
 			}
+			if cfg.recrawl != nil {
+				rec.values = append(rec.values, e.Response.Change.String())
+			}
 			if cfg.includeFailed {
 				rec.values = append(rec.values, strconv.Itoa(e.Response.StatusCode), "", "")
 			}
@@ -669,11 +692,11 @@ func register(c *magpie.Collector, cfg crawlConfig, t *tally, st *starts, sc *sc
 	}
 	c.OnScraped(func(r *magpie.Response) {
 		t.page()
-		if len(cfg.fields) > 0 {
+		if r.StatusCode == http.StatusNotModified && r.Change == magpie.ChangeUnchanged {
+			r.Emit(bodilessItem(cfg, r)) // no HTML: OnHTML("html") did not run for it
 			return
 		}
-		if r.StatusCode == http.StatusNotModified && r.Change == magpie.ChangeUnchanged {
-			r.Emit(bodilessRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
+		if len(cfg.fields) > 0 {
 			return
 		}
 		links, _ := r.Ctx.GetAny("links").(int)

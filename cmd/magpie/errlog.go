@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -424,7 +425,10 @@ func failedItem(cfg crawlConfig, r *magpie.Response, f failure) any {
 	if len(cfg.fields) == 0 {
 		return pageRecord{URL: u, Status: f.Status, Depth: r.Request.Depth, Kind: f.Kind, Error: f.Error}
 	}
-	rec := fieldRecord{names: cfg.columns(), values: []string{u}}
+	// A failure is no change: the change column is left out (an empty
+	// cell in a CSV).
+	names := slices.DeleteFunc(cfg.columns(), func(n string) bool { return n == "change" })
+	rec := fieldRecord{names: names, values: []string{u}}
 	for range cfg.fields {
 		rec.values = append(rec.values, "")
 	}

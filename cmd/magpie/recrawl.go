@@ -66,12 +66,12 @@ func (r *recrawlFlags) explicit() bool { return r.set != nil && r.set() }
 // before) an item too, with its change, so that a recrawl's output lists
 // every revisit. A URL that never answered 2xx has no change: it is a
 // failure, as on the first crawl.
-func registerRecrawl(c *magpie.Collector) {
+func registerRecrawl(c *magpie.Collector, cfg crawlConfig) {
 	c.OnError(func(r *magpie.Response, _ error) {
 		if r.Change != magpie.ChangeGone {
 			return
 		}
-		r.Emit(bodilessRecord{URL: r.Request.URL.String(), Status: r.StatusCode, Depth: r.Request.Depth, Change: r.Change.String()})
+		r.Emit(bodilessItem(cfg, r))
 	})
 }
 

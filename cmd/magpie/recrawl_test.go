@@ -312,3 +312,81 @@ func TestCLIRecrawlItems(t *testing.T) {
 		}
 	}
 }
+
+// With --field, a recrawl's items carry the change too, and every revisited
+// page is an item: a 304 and a gone page (no body, so no fields) give their
+// URL and change, their fields left out (empty cells in a CSV under the
+// fixed header). A field named "change" is a usage error with --state.
+func TestCLIRecrawlFieldItems(t *testing.T) {
+	site := newEditableSite(t, map[string]string{
+		"/":  `<title>home</title><h1>Home</h1><a href="/a">a</a><a href="/b">b</a>`,
+		"/a": `<title>a</title><h1>A</h1>`,
+		"/b": `<title>b</title><h1>B</h1>`,
+	})
+	state := filepath.Join(t.TempDir(), "st.db")
+	first := recrawlRun(t, site.URL+"/", state, "-o", "-", "--field", "head=h1")
+	for _, it := range jsonLines(t, first.stdout) {
+		if it["change"] != "new" || it["head"] == nil {
+			t.Errorf("first crawl item %v, want its head and change new", it)
+		}
+	}
+	site.set("/a", `<title>a</title><h1>A2</h1>`)
+	site.set("/b", "")
+	second := recrawlRun(t, site.URL+"/", state, "-o", "-", "--field", "head=h1", "--revisit-after", "0")
+	want := map[string]map[string]any{
+		"/":  {"change": "unchanged"},
+		"/a": {"head": "A2", "change": "changed"},
+		"/b": {"change": "gone"},
+	}
+	items := jsonLines(t, second.stdout)
+	if len(items) != len(want) {
+		t.Errorf("second crawl: %d items, want %d:\n%s", len(items), len(want), second.stdout)
+	}
+	for _, it := range items {
+		u, _ := it["url"].(string)
+		w, ok := want[strings.TrimPrefix(u, site.URL)]
+		if !ok {
+			t.Errorf("unexpected item %v", it)
+			continue
+		}
+		if len(it) != len(w)+1 {
+			t.Errorf("item %s has keys %v, want url and %v", u, it, w)
+		}
+		for k, v := range w {
+			if it[k] != v {
+				t.Errorf("item %s: %s = %v, want %v (item %v)", u, k, it[k], v, it)
+			}
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "pages.csv")
+	site.set("/a", `<title>a</title><h1>A3</h1>`)
+	recrawlRun(t, site.URL+"/", state, "-o", out, "--field", "head=h1", "--revisit-after", "0")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("CSV %q: %v", data, err)
+	}
+	if h := strings.Join(rows[0], ","); h != "url,head,change" {
+		t.Errorf("CSV header %q, want url,head,change", h)
+	}
+	wantRows := map[string]string{"/": ",unchanged", "/a": "A3,changed", "/b": ",gone"}
+	for _, row := range rows[1:] {
+		p := strings.TrimPrefix(row[0], site.URL)
+		if got := strings.Join(row[1:], ","); got != wantRows[p] {
+			t.Errorf("CSV row %s: %q, want %q", p, got, wantRows[p])
+		}
+		delete(wantRows, p)
+	}
+	if len(wantRows) > 0 {
+		t.Errorf("CSV lacks rows for %v:\n%s", wantRows, data)
+	}
+
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--state", state, "--field", "change=h1")
+	if r.code != 2 || !strings.Contains(r.stderr, `"change" is taken`) {
+		t.Errorf("--field change=h1 with --state: exit %d, want 2 naming the clash; stderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,6 +83,21 @@ func (f *fieldFlags) checkField(name string) error {
 	for _, fl := range *f {
 		if fl.name == name {
 			return fmt.Errorf("field name %q is given twice", name)
+		}
+	}
+	return nil
+}
+
+// checkTaken refuses a --field named as a column the crawl adds itself:
+// "change" with --state (what a recrawl found), "status", "kind" and
+// "error" with --include-failed.
+func (f fieldFlags) checkTaken(state, includeFailed bool) error {
+	for _, fl := range f {
+		switch {
+		case state && fl.name == "change":
+			return errors.New(`field name "change" is taken by what a recrawl found (--state)`)
+		case includeFailed && (fl.name == "status" || fl.name == "kind" || fl.name == "error"):
+			return fmt.Errorf("field name %q is taken by failed pages' columns (--include-failed)", fl.name)
 		}
 	}
 	return nil
