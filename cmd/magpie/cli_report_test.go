@@ -142,17 +142,13 @@ func TestCLIErrorsReferrers(t *testing.T) {
 // the pages found linking since; the lines of an earlier run that a
 // resumed --state crawl appends to are kept as they were.
 func TestErrorLogRewriteKeepsEarlierRuns(t *testing.T) {
-	dir := t.TempDir()
-	state, path := filepath.Join(dir, "state.db"), filepath.Join(dir, "errors.jsonl")
+	path := filepath.Join(t.TempDir(), "errors.jsonl")
 	earlier := `{"url":"http://h.test/old","status":404,"kind":"http","error":"Not Found","attempts":1}` + "\n"
 	if err := os.WriteFile(path, []byte(earlier), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(state, nil, 0o644); err != nil { // a crawl to resume
-		t.Fatal(err)
-	}
 	ff := &failFlags{errorsFile: path}
-	fl, err := ff.open(state, true, nil)
+	fl, err := ff.open(true, true, nil) // a --state crawl that resumes
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +185,36 @@ func TestCLICrawledOnePage(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^crawled 1 page in [\d.]+s \(`).MatchString(r.stderr) {
 		t.Errorf("summary lacks \"crawled 1 page in\":\n%s", r.stderr)
+	}
+}
+
+// A first --state run truncates an --errors file left from elsewhere, as a
+// run without --state does; only a run that finds its state file (a resume
+// or a recrawl) appends. (The state file, created when opened, used to make
+// every first run append.)
+func TestCLIErrorsFirstStateRunTruncates(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `<title>home</title><a href="/missing">m</a>`)
+	}))
+	t.Cleanup(site.Close)
+	dir := t.TempDir()
+	errPath := filepath.Join(dir, "errors.jsonl")
+	stale := `{"url":"http://stale.test/","status":500,"kind":"http","error":"old","attempts":1}` + "\n"
+	if err := os.WriteFile(errPath, []byte(stale), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "crawl", site.URL+"/", "--allow-loopback", "--ignore-robots", "-q", "--state", filepath.Join(dir, "st.db"),
+		"--errors", errPath, "-o", filepath.Join(dir, "o.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	got := readFailures(t, errPath)
+	if _, ok := got["http://stale.test/"]; ok || len(got) != 1 {
+		t.Errorf("--errors after a first --state run = %v, want %s/missing alone", got, site.URL)
 	}
 }

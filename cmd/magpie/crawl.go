@@ -34,6 +34,9 @@ type crawlFlags struct {
 	out, format, follow, metrics       string
 	userAgent, proxy, scope, state     string
 	stateDir                           string // to create for --state DIR/ (statePath)
+	// stateExisted is set by open when the --state file was there before
+	// it opened it: a run that resumes or recrawls, which --errors appends to.
+	stateExisted                       bool
 	list, config                       string
 	warc                               string
 	politeness                         politenessFlag // politeness.go
@@ -285,7 +288,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	if line := sharedLine(cmd.OutOrStdout(), stderr); line != nil {
 		progressTo, out.line = line, line
 	}
-	if cfg.failures, err = f.failFlags.open(f.state, f.quiet, stderr); err != nil {
+	if cfg.failures, err = f.failFlags.open(f.stateExisted, f.quiet, stderr); err != nil {
 		return err
 	}
 	defer cfg.failures.close()
@@ -389,6 +392,8 @@ func (f *crawlFlags) open(cfg *crawlConfig, stdout io.Writer) (out *output, clos
 		}
 	}
 	if f.state != "" {
+		_, err := os.Stat(f.state)
+		f.stateExisted = err == nil
 		store, err := sqlitestore.Open(f.state)
 		if err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("--state: %w", err), out.abandon())

@@ -191,14 +191,9 @@ type failures struct {
 // open returns the failures to report as the flags ask, with the --errors
 // file created (or, when a --state crawl resumes, opened to append). Close
 // it after the crawl.
-func (f *failFlags) open(state string, quiet bool, stderr io.Writer) (*failures, error) {
+func (f *failFlags) open(resuming bool, quiet bool, stderr io.Writer) (*failures, error) {
 	fl := &failures{}
 	if f.errorsFile != "" {
-		resuming := false
-		if state != "" {
-			_, err := os.Stat(state)
-			resuming = err == nil
-		}
 		file, err := openErrorLog(f.errorsFile, resuming)
 		if err != nil {
 			return nil, err
