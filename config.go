@@ -24,6 +24,9 @@ type settings struct {
 	// maxPerHost is MaxRequestsPerHost's n (0: no budget; < 0 refused
 	// when a crawl starts, see validate).
 	maxPerHost int
+	// politenessErr is PolitenessBy's error for a value that is not a
+	// limits constant (refused when a crawl starts, see validate).
+	politenessErr error
 	// maxParked is MaxParked's n (0: the default).
 	maxParked int
 	// queueLookahead is QueueLookahead's cap (0: the default).
@@ -144,6 +147,9 @@ func (c *Collector) snapshot() *config {
 func (cfg *config) validate() error {
 	if cfg.maxPerHost < 0 {
 		return fmt.Errorf("%w: MaxRequestsPerHost(%d)", ErrNegativeBudget, cfg.maxPerHost)
+	}
+	if cfg.politenessErr != nil {
+		return fmt.Errorf("PolitenessBy: %w", cfg.politenessErr)
 	}
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 // limits.PolitenessDomain (each registrable domain) or limits.PolitenessIP
 // (each address the names resolve to, so that hundreds of names on one
 // shared server get its one Delay). robots.txt stays per host. A value that
-// is not one of the constants keeps the default and is logged at Warn; a
-// LimitRule's PolitenessBy is checked by Limit, which returns the error.
+// is not one of the constants is returned, wrapping limits.ErrBadPoliteness,
+// by the Visit or queue run that would start a crawl (and logged at Warn);
+// a LimitRule's PolitenessBy is checked by Limit, which returns the error.
 // Shared with clones.
 //
 // Under limits.PolitenessIP a host's name is looked up (through a small
@@ -33,9 +34,11 @@ import (
 func PolitenessBy(p limits.Politeness) CollectorOption {
 	return func(c *Collector) {
 		if err := c.shared.limiter.SetPoliteness(p); err != nil {
-			c.logger.Warn("PolitenessBy ignored", "err", err)
+			c.politenessErr = err
+			c.logger.Warn("PolitenessBy refused", "err", err)
 			return
 		}
+		c.politenessErr = nil
 		if c.shared.limiter.Politeness() == limits.PolitenessIP {
 			c.shared.backend.pinDials()
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,7 +393,7 @@ func TestPolitenessDefaultNoLookup(t *testing.T) {
 // TestPolitenessBad: a PolitenessBy that is not a limits constant is an
 // error from Limit, and the option keeps the default.
 func TestPolitenessBad(t *testing.T) {
-	c := NewCollector(PolitenessBy(9))
+	c := NewCollector(PolitenessBy(9), IgnoreRobotsTxt())
 	if got := c.shared.limiter.Politeness(); got != limits.PolitenessHost {
 		t.Errorf("after PolitenessBy(9), default politeness = %v, want host", got)
 	}
@@ -401,6 +402,22 @@ func TestPolitenessBad(t *testing.T) {
 	}
 	if n := len(c.shared.limiter.Rules()); n != 0 {
 		t.Errorf("%d rules after a bad one, want 0", n)
+	}
+	// The option's error comes back from the crawl's start, which sends
+	// nothing (issue 39: an error value from the option).
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	if err := c.Visit(srv.URL + "/"); !errors.Is(err, limits.ErrBadPoliteness) {
+		t.Errorf("Visit after PolitenessBy(9) error = %v, want limits.ErrBadPoliteness", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests, want 0", n)
+	}
+	// A later valid PolitenessBy clears it.
+	PolitenessBy(limits.PolitenessHost)(c)
+	if err := c.Visit(srv.URL + "/"); err != nil {
+		t.Errorf("Visit after PolitenessBy(host) error = %v, want nil", err)
 	}
 	// The parse the command line uses.
 	if _, err := limits.ParsePoliteness("nope"); !errors.Is(err, limits.ErrBadPoliteness) {
