@@ -76,6 +76,11 @@ type Entry struct {
 	Data []byte
 	// Deliveries counts how many times this entry has been leased, this time included.
 	Deliveries int
+	// Host and Priority are the entry's, as pushed with HostQueue.PushHosted;
+	// set by HostQueue.LeaseHosts (and by Lease on a HostQueue), zero
+	// otherwise.
+	Host     string
+	Priority int
 }
 
 // QueueLen counts a queue's entries.

@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// HostEntry is an entry to push to a HostQueue: the payload (a marshalled
+// Request), the host it is leased under, and its priority.
+type HostEntry struct {
+	// Host is the politeness key the entry is leased under: a request's
+	// host:port, or its registrable domain under PolitenessBy(Domain).
+	// Entries pushed with Queue.Push have the host "", a host like any other.
+	Host string
+	// Priority orders the entries of a host, higher first (as Scrapy's
+	// Request.priority); entries of equal priority go in push order. It
+	// must fit in an int32 (see ErrPriorityRange).
+	Priority int
+	// Data is the payload, as given to Queue.Push.
+	Data []byte
+}
+
+// ErrPriorityRange is returned by PushHosted for a priority outside the
+// int32 range, which every store can keep exactly.
+var ErrPriorityRange = errors.New("storage: priority outside the int32 range")
+
+// CheckPriority returns an error wrapping ErrPriorityRange for a priority
+// that does not fit in an int32.
+func CheckPriority(p int) error {
+	if p < math.MinInt32 || p > math.MaxInt32 {
+		return ErrPriorityRange
+	}
+	return nil
+}
+
+// HeadEntry is a pending entry listed by HostQueue.Head.
+type HeadEntry struct {
+	Host     string
+	Priority int
+	Data     []byte
+	// NotBefore is the entry's own not-before time (a retry released with
+	// one), zero when it has none.
+	NotBefore time.Time
+	// HostReady is its host's next allowed start (SetHostReady), zero when
+	// none is set.
+	HostReady time.Time
+}
+
+// HostQueue is a Queue that knows each entry's host and priority, so that a
+// queue run leases only entries that can start: those of hosts whose next
+// allowed start has come and which hold fewer than a given number of
+// leased entries. Without it, a run over a FIFO queue has to lease past the
+// entries of hosts waiting out their Delay and guess how far (the queue
+// look-ahead). The in-memory queue, sqlitestore and redisstore implement
+// it; a Colly queue storage does not, and keeps working through Lease.
+//
+// Everything Queue says holds: at-least-once delivery, leases that expire,
+// Release with a not-before time, Len. A released or expired entry goes
+// back to its host with its priority, in its place. Lease (without hosts)
+// still hands out ready entries in push order, ignoring hosts' ready times.
+// Hosts' ready times are kept as durably as the entries: a store reopened
+// after a crash (sqlitestore, redisstore) keeps them, so a resumed crawl
+// does not burst a host it had just fetched from. A host with no entries
+// and a ready time in the past may be forgotten, so the hosts' state stays
+// linear in the hosts with work.
+type HostQueue interface {
+	Queue
+	// PushHosted appends entries, all or none, as Push does; ErrQueueFull
+	// when they do not all fit, an error wrapping ErrPriorityRange (and
+	// nothing pushed) for a priority outside the int32 range.
+	PushHosted(ctx context.Context, entries ...HostEntry) error
+	// LeaseHosts hands out, for ttl, up to n entries of the hosts ready at
+	// now: a host is ready when its next allowed start (SetHostReady) is
+	// not after now and it holds fewer than perHost leased entries (by any
+	// consumer; perHost <= 0 means no limit). A host gives at most
+	// perHost minus its leased entries. Entries waiting for their own
+	// not-before time are not handed out. Within a host, the highest
+	// priority first and push order among equals; across hosts, the host
+	// whose next entry has the highest priority first, and among equal
+	// priorities the one whose next entry was pushed first. Entry.Host and
+	// Entry.Priority are set. ErrQueueEmpty when nothing can be handed out.
+	LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]Entry, error)
+	// SetHostReady sets the next allowed start of each host in ready (a
+	// host's entries are not handed out by LeaseHosts before it), in one
+	// round trip. A time earlier than the one stored leaves it (two
+	// consumers setting one host keep the later).
+	SetHostReady(ctx context.Context, ready map[string]time.Time) error
+	// Head lists up to n pending (not leased) entries, without leasing
+	// them: hosts by the priority of their next entry (as LeaseHosts
+	// orders them, ignoring ready times and leases), each host's entries
+	// in its lease order. It is a view for people (a live page), not a
+	// lease: by the time it returns, other consumers may have leased them.
+	Head(ctx context.Context, n int) ([]HeadEntry, error)
+}
