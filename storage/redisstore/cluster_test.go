@@ -110,6 +110,7 @@ func TestEntryHost(t *testing.T) {
 // runConformance runs the storagetest suites on stores from open.
 func runConformance(t *testing.T, open func(t testing.TB, opts Options) *Store) {
 	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return open(t, Options{}) })
+	storagetest.RunHostQueue(t, func(t *testing.T) storage.HostQueue { return open(t, Options{}) })
 	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return open(t, Options{}) })
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return open(t, Options{}) })
 	storagetest.RunPages(t, func(t *testing.T) storage.PageStore { return open(t, Options{}) })
@@ -119,7 +120,7 @@ func runConformance(t *testing.T, open func(t testing.TB, opts Options) *Store) 
 	})
 	var mu sync.Mutex
 	prefixes := map[string]string{}
-	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue {
+	reopen := func(t *testing.T, path string) *Store {
 		mu.Lock()
 		p, ok := prefixes[path]
 		if !ok {
@@ -128,7 +129,9 @@ func runConformance(t *testing.T, open func(t testing.TB, opts Options) *Store) 
 		}
 		mu.Unlock()
 		return open(t, Options{Prefix: p})
-	})
+	}
+	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue { return reopen(t, path) })
+	storagetest.RunHostQueueReopen(t, func(t *testing.T, path string) storage.HostQueue { return reopen(t, path) })
 }
 
 // TestClusterConformance runs the conformance suite on the cluster, with

@@ -11,6 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	redisAddr(t)
 	storagetest.RunQueue(t, func(t *testing.T) storage.Queue { return newTestStore(t, Options{}) })
+	storagetest.RunHostQueue(t, func(t *testing.T) storage.HostQueue { return newTestStore(t, Options{}) })
 	storagetest.RunVisited(t, func(t *testing.T) storage.VisitedSet { return newTestStore(t, Options{}) })
 	storagetest.RunPages(t, func(t *testing.T) storage.PageStore { return newTestStore(t, Options{}) })
 	storagetest.RunCookies(t, func(t *testing.T) storage.CookieStore { return newTestStore(t, Options{}) })
@@ -23,7 +24,7 @@ func TestConformance(t *testing.T) {
 	// same on reopen.
 	var mu sync.Mutex
 	prefixes := map[string]string{}
-	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue {
+	reopen := func(t *testing.T, path string) *Store {
 		mu.Lock()
 		p, ok := prefixes[path]
 		if !ok {
@@ -32,5 +33,7 @@ func TestConformance(t *testing.T) {
 		}
 		mu.Unlock()
 		return newTestStore(t, Options{Prefix: p})
-	})
+	}
+	storagetest.RunQueueReopen(t, func(t *testing.T, path string) storage.Queue { return reopen(t, path) })
+	storagetest.RunHostQueueReopen(t, func(t *testing.T, path string) storage.HostQueue { return reopen(t, path) })
 }

@@ -229,17 +229,26 @@ func (s *Store) AckPages(ctx context.Context, ids []string, pages []storage.Leas
 	}
 	args[1] = len(pair)
 	keys := []string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")}
+	var writes []pageWrite
 	for _, p := range pages {
 		i, ok := pair[p.Lease]
 		if !ok {
 			continue
 		}
 		b, _ := p.Page.State.MarshalBinary() // never fails: the error is encoding.BinaryMarshaler's
-		keys = append(keys, s.pagesKey(p.Page.ID))
-		args = append(args, i, pageField(p.Page.ID), b)
+		writes = append(writes, pageWrite{key: s.pagesKey(p.Page.ID), field: pageField(p.Page.ID), pair: i, value: b})
 	}
-	// The pairs come first after the count; the pages' triples follow them.
-	unknown, err := s.runPairs(ctx, "ack", ackPagesScript, keys, args, 2, unknown)
+	var err error
+	if anyHosted(args, 2) {
+		unknown, err = s.ackHosted(ctx, args[2:], writes, unknown)
+	} else {
+		for _, w := range writes {
+			keys = append(keys, w.key)
+			args = append(args, w.pair, w.field, w.value)
+		}
+		// The pairs come first after the count; the pages' triples follow them.
+		unknown, err = s.runPairs(ctx, "ack", ackPagesScript, keys, args, 2, unknown)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,11 @@ package redisstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,9 +54,8 @@ func (s *Store) partition(ctx context.Context, want int) error {
 	s.parts = make([]*Store, n)
 	for i := range s.parts {
 		s.parts[i] = &Store{rdb: s.rdb, prefix: s.prefix, maxSize: perPart, shards: s.shards,
-			consumer: s.consumer, closed: s.closed, tag: partitionTag(s.prefix, i, n), cluster: s.cluster}
+			consumer: s.consumer, closed: s.closed, tag: partitionTag(s.prefix, i, n), cluster: s.cluster, noWait: s.noWait}
 	}
-	s.cursor.Store(rand.Uint64())
 	return nil
 }
 
@@ -68,11 +64,7 @@ func (s *Store) partition(ctx context.Context, want int) error {
 func (s *Store) Partitions() int { return max(len(s.parts), 1) }
 
 // partOf returns the partition of an entry: by its host, FNV-1a hashed.
-func (s *Store) partOf(data []byte) int {
-	h := fnv.New64a()
-	h.Write([]byte(entryHost(data)))
-	return int(h.Sum64() % uint64(len(s.parts)))
-}
+func (s *Store) partOf(data []byte) int { return s.partOfHost(entryHost(data)) }
 
 // urlField starts a marshalled magpie.Request, whose first field is its URL.
 var urlField = []byte(`{"URL":"`)
@@ -117,15 +109,15 @@ func urlHost(raw string) (string, bool) {
 	return strings.ToLower(rest), true
 }
 
-// partPushScript: KEYS queue; ARGV cluster flag, group, maxSize, then
-// stream ID/data pairs. Returns {1, replicas}, or {0, replicas} when the
+// partPushScript: KEYS queue, hosted entries; ARGV cluster flag, group,
+// maxSize, then stream ID/data pairs. Returns {1, replicas}, or {0, replicas} when the
 // entries do not all fit. An entry whose ID is not above the stream's last
 // (another process's clock is ahead, or the stream had entries under
 // later IDs) is added with an ID the server picks, after the last.
 var partPushScript = redis.NewScript(luaPrelude + countReplicas + `
 ensure(KEYS[1], ARGV[2])
 local max = tonumber(ARGV[3])
-if max > 0 and redis.call('XLEN', KEYS[1]) + (#ARGV - 3) / 2 > max then
+if max > 0 and redis.call('XLEN', KEYS[1]) + redis.call('HLEN', KEYS[2]) + (#ARGV - 3) / 2 > max then
 	return {0, replicas}
 end
 for i = 4, #ARGV, 2 do
@@ -137,20 +129,12 @@ end
 return {1, replicas}
 `)
 
-// pushIDs returns n stream IDs in push order: this process's clock in ms,
-// and a sequence number that only grows. Entries of one Push spread over
-// several partitions (several streams) keep their order in the IDs, which
-// a Lease drawing from several partitions sorts its entries by; across
-// processes the order is as good as their clocks agree.
-func (s *Store) pushIDs(n int) []string {
-	ms := strconv.FormatInt(time.Now().UnixMilli(), 10) + "-"
-	seq := s.seq.Add(uint64(n)) - uint64(n)
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = ms + strconv.FormatUint(seq+uint64(i), 10)
-	}
-	return ids
-}
+// pushIDs returns n stream IDs in push order, from this process's clock
+// (see idClock). Entries of one Push spread over several partitions
+// (several streams) keep their order in the IDs, which a Lease drawing
+// from several partitions sorts its entries by; across processes the
+// order is as good as their clocks agree.
+func (s *Store) pushIDs(n int) []string { return s.ids.take(n) }
 
 // pushTo appends data to partition p under ids, all or none; in a cluster
 // it returns once a replica has the entries (see durableScript).
@@ -165,7 +149,7 @@ func (s *Store) pushTo(ctx context.Context, p int, ids []string, data [][]byte) 
 	for i, d := range data {
 		args = append(args, ids[i], d)
 	}
-	res, err := s.durableScript(ctx, partPushScript, []string{part.key("queue")}, args...)
+	res, err := s.durableScript(ctx, partPushScript, []string{part.key("queue"), part.key("hq:e")}, args...)
 	if err != nil {
 		return s.wrap("push", err)
 	}
@@ -254,63 +238,87 @@ func (s *Store) pushParts(ctx context.Context, data [][]byte) error {
 	}), nil)
 }
 
-// leaseParts is Lease on a partitioned frontier: the partitions are asked
-// in turn, from the cursor, until n entries are leased or every partition
-// was asked; the next call starts at the next partition, so consumers
-// sharing the crawl spread over all of them. The entries are sorted by
-// stream ID, which is push order (see pushIDs).
-//
-// A failure after other partitions granted entries is returned by the next
-// call instead, so that the caller, which holds those entries by then, takes
-// back what the failed call may have granted (storage.LeaseReclaimer).
+// leaseParts is Lease on a partitioned frontier, in two round trips, each
+// to every partition at once (see leaseSplit): the IDs of the entries each
+// would give, then the n oldest of those. The entries come in push order
+// across partitions, as far as the pushing processes' clocks agree (see
+// pushIDs).
 func (s *Store) leaseParts(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
+	return s.leaseSplit(ctx, n, false,
+		func(p int) ([]entryKey, error) { return s.parts[p].peekLease(ctx, n) },
+		func(p, k int) ([]storage.Entry, error) { return s.parts[p].lease(ctx, k, ttl) })
+}
+
+// leaseSplit leases up to n entries of a partitioned frontier: peek lists,
+// for every partition at once, the keys of the entries it would give;
+// take leases the k best of a partition, for every partition among the n
+// best keys at once. Another consumer leasing in between may make a
+// partition give its next best instead. The entries come best first: by
+// priority, when byPriority, then push order.
+//
+// A partition that fails does not keep the others' entries from being
+// leased: its failure is returned by the next call instead (by this one
+// when nothing was leased), so that the caller, which holds the entries
+// granted by then, takes back what the failed call may have granted
+// (storage.LeaseReclaimer).
+func (s *Store) leaseSplit(ctx context.Context, n int, byPriority bool, peek func(p int) ([]entryKey, error), take func(p, k int) ([]storage.Entry, error)) ([]storage.Entry, error) {
 	if err := s.leaseErr.Swap(nil); err != nil {
 		return nil, *err
 	}
-	start := s.cursor.Add(1)
-	var failed error
+	type partKey struct {
+		p   int
+		key entryKey
+	}
+	var mu sync.Mutex
+	var keys []partKey
+	peeked := eachPart(s.all(), func(p int, _ struct{}) error {
+		ks, err := peek(p)
+		mu.Lock()
+		for _, k := range ks {
+			keys = append(keys, partKey{p, k})
+		}
+		mu.Unlock()
+		return err
+	})
+	slices.SortStableFunc(keys, func(a, b partKey) int { return a.key.compare(b.key) })
+	counts := map[int]int{}
+	for _, k := range keys[:min(n, len(keys))] {
+		counts[k.p]++
+	}
 	type leased struct {
-		ms, seq uint64
-		e       storage.Entry
+		key entryKey
+		e   storage.Entry
 	}
 	var out []leased
-	for k := range uint64(len(s.parts)) {
-		if len(out) >= n {
-			break
+	taken := eachPart(counts, func(p, k int) error {
+		es, err := take(p, k)
+		mu.Lock()
+		for _, e := range es {
+			sid, _, _ := parseLeaseID(e.ID)
+			ms, seq := parseStreamID(trimHosted(sid))
+			e.ID = strconv.Itoa(p) + "/" + e.ID
+			key := entryKey{ms: int64(ms), seq: int64(seq)}
+			if byPriority {
+				key.prio = int64(e.Priority)
+			}
+			out = append(out, leased{key, e})
 		}
-		p := int((start + k) % uint64(len(s.parts)))
-		es, err := s.parts[p].Lease(ctx, n-len(out), ttl)
-		switch {
-		case err == nil:
-			for _, e := range es {
-				sid, _, _ := parseLeaseID(e.ID)
-				ms, seq := parseStreamID(sid)
-				e.ID = strconv.Itoa(p) + "/" + e.ID
-				out = append(out, leased{ms, seq, e})
-			}
-		case errors.Is(err, storage.ErrQueueEmpty):
-		case ctx.Err() != nil || errors.Is(err, storage.ErrClosed):
-			if len(out) == 0 {
-				return nil, err
-			}
-			failed = err // stop here; the entries granted are handed out
-		default:
-			failed = fmt.Errorf("partition %d: %w", p, err)
-			if len(out) == 0 {
-				return nil, failed
-			}
-			s.leaseErr.Store(&failed)
+		mu.Unlock()
+		return err
+	})
+	maps.Copy(peeked, taken)
+	if err := joinParts("lease", peeked, nil); err != nil {
+		if len(out) == 0 {
+			return nil, err
 		}
-		if failed != nil {
-			break
+		if ctx.Err() == nil && !errors.Is(err, storage.ErrClosed) {
+			s.leaseErr.Store(&err)
 		}
 	}
 	if len(out) == 0 {
 		return nil, storage.ErrQueueEmpty
 	}
-	slices.SortStableFunc(out, func(a, b leased) int {
-		return cmp.Or(cmp.Compare(a.ms, b.ms), cmp.Compare(a.seq, b.seq))
-	})
+	slices.SortStableFunc(out, func(a, b leased) int { return a.key.compare(b.key) })
 	entries := make([]storage.Entry, len(out))
 	for i, l := range out {
 		entries[i] = l.e
@@ -393,7 +401,16 @@ func (s *Store) ackParts(ctx context.Context, ids []string, notHeld func(id stri
 		for _, rest := range unknown {
 			notHeld(fmt.Sprintf("%d/%s", p, rest))
 		}
-		if len(args) > 2 {
+		if anyHosted(args, 2) {
+			bad, err := part.ackHosted(ctx, args[2:], nil, nil)
+			if err != nil {
+				return err
+			}
+			for _, id := range bad {
+				notHeld(fmt.Sprintf("%d/%s", p, id))
+				unknown = append(unknown, fmt.Sprintf("%d/%s", p, id))
+			}
+		} else if len(args) > 2 {
 			bad, err := s.durableScript(ctx, partAckScript,
 				[]string{part.key("queue"), part.key("leases"), part.key("expiry"), part.key("delayed")}, args...)
 			if err != nil {

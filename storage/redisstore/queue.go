@@ -35,75 +35,46 @@ local function field(fields, name)
 end
 `
 
-// pushScript: KEYS queue; ARGV group, maxSize, data...
-var pushScript = redis.NewScript(luaPrelude + `
-ensure(KEYS[1], ARGV[1])
-local max = tonumber(ARGV[2])
-if max > 0 and redis.call('XLEN', KEYS[1]) + #ARGV - 2 > max then
-	return 0
-end
-for i = 3, #ARGV do
-	redis.call('XADD', KEYS[1], '*', 'd', ARGV[i])
-end
-return 1
-`)
-
-// leaseScript: KEYS queue, leases, expiry, delayed; ARGV group, consumer,
-// n, ttl ms, token. Returns {stream ID, data, deliveries} triples.
-//
-// Entries already delivered once (in the group's pending list) are older
-// than any new entry, so the ready ones among them (expired leases, due
-// releases) go first, lowest stream ID first; new entries fill the rest.
-var leaseScript = redis.NewScript(luaPrelude + `
-local now = nowms()
-local n = tonumber(ARGV[3])
-local ttl = tonumber(ARGV[4])
-local tok = ARGV[5]
-ensure(KEYS[1], ARGV[1])
-local cands = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 1000)) do
-	cands[#cands + 1] = id
-end
-local function idparts(id)
-	local d = string.find(id, '-', 1, true)
-	return tonumber(string.sub(id, 1, d - 1)), tonumber(string.sub(id, d + 1))
-end
-table.sort(cands, function(a, b)
-	local am, as = idparts(a)
-	local bm, bs = idparts(b)
-	if am ~= bm then return am < bm end
-	return as < bs
-end)
-local out = {}
-local function grant(id, data, deliveries)
-	redis.call('HSET', KEYS[2], id, tok .. ':' .. deliveries)
-	redis.call('ZADD', KEYS[3], now + ttl, id)
-	out[#out + 1] = {id, data, deliveries}
-end
-for _, id in ipairs(cands) do
-	if #out >= n then break end
-	local prev = redis.call('HGET', KEYS[2], id)
-	redis.call('ZREM', KEYS[3], id)
-	redis.call('ZREM', KEYS[4], id)
-	local claimed = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id)
-	local e = claimed[1]
-	if e and e[2] then
-		local d = 0
-		if prev then d = tonumber(string.sub(prev, string.find(prev, ':', 1, true) + 1)) end
-		grant(id, field(e[2], 'd'), d + 1)
-	else
-		redis.call('HDEL', KEYS[2], id)
+// plainAdd is Lua that appends entries to a stream. Once a hosted entry
+// was pushed (lastKey holds the last ID a push issued, see hqPushScript),
+// the IDs continue from it, so that push order holds across both kinds.
+const plainAdd = `
+local function plainAdd(q, lastKey, datas)
+	local last = redis.call('GET', lastKey)
+	if not last then
+		for _, data in ipairs(datas) do redis.call('XADD', q, '*', 'd', data) end
+		return
 	end
-end
-if #out < n then
-	local res = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', n - #out, 'STREAMS', KEYS[1], '>')
-	if res then
-		for _, e in ipairs(res[1][2]) do
-			grant(e[1], field(e[2], 'd'), 1)
+	local c = string.find(last, '-', 1, true)
+	local ms, seq = tonumber(string.sub(last, 1, c - 1)), tonumber(string.sub(last, c + 1))
+	local now = nowms()
+	if now > ms then ms, seq = now, -1 end
+	for _, data in ipairs(datas) do
+		seq = seq + 1
+		if seq > 999999 then ms, seq = ms + 1, 0 end
+		local r = redis.pcall('XADD', q, ms .. '-' .. seq, 'd', data)
+		if type(r) == 'table' and r.err then
+			r = redis.call('XADD', q, '*', 'd', data)
+			c = string.find(r, '-', 1, true)
+			ms, seq = tonumber(string.sub(r, 1, c - 1)), tonumber(string.sub(r, c + 1))
 		end
 	end
+	redis.call('SET', lastKey, ms .. '-' .. seq)
 end
-return out
+`
+
+// pushScript: KEYS queue, lastid, hosted entries; ARGV group, maxSize,
+// data...
+var pushScript = redis.NewScript(luaPrelude + plainAdd + `
+ensure(KEYS[1], ARGV[1])
+local max = tonumber(ARGV[2])
+if max > 0 and redis.call('XLEN', KEYS[1]) + redis.call('HLEN', KEYS[3]) + #ARGV - 2 > max then
+	return 0
+end
+local datas = {}
+for i = 3, #ARGV do datas[#datas + 1] = ARGV[i] end
+plainAdd(KEYS[1], KEYS[2], datas)
+return 1
 `)
 
 // ackScript: KEYS queue, leases, expiry, delayed; ARGV group, then
@@ -158,14 +129,6 @@ end
 return 0
 `)
 
-// lenScript: KEYS queue, expiry, delayed. Returns {ready, delayed, leased}.
-var lenScript = redis.NewScript(luaPrelude + `
-local now = nowms()
-local leased = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
-local delayed = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
-return {redis.call('XLEN', KEYS[1]) - leased - delayed, delayed, leased}
-`)
-
 // Push appends entries atomically: all or none. With Options.MaxSize it
 // returns storage.ErrQueueFull when they do not all fit.
 func (s *Store) Push(ctx context.Context, data ...[]byte) error {
@@ -183,7 +146,7 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	for _, d := range data {
 		args = append(args, d)
 	}
-	ok, err := pushScript.Run(ctx, s.rdb, []string{s.key("queue")}, args...).Int()
+	ok, err := pushScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("lastid"), s.key("hq:e")}, args...).Int()
 	if err != nil {
 		return s.wrap("push", err)
 	}
@@ -194,8 +157,10 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 }
 
 // Lease hands out up to n ready entries for ttl (rounded up to a
-// millisecond), in push order: entries whose lease expired (taken over with
-// XCLAIM) or whose release time came, then new ones (XREADGROUP). It returns storage.ErrQueueEmpty when none is ready.
+// millisecond), in push order, ignoring hosts and priorities: entries
+// whose lease expired (taken over) or whose release time came, then new
+// ones. It returns storage.ErrQueueEmpty when none is ready. Entry.Host
+// and Entry.Priority are those given to PushHosted ("" and 0 for Push).
 func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -206,49 +171,98 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	if s.parts != nil {
 		return s.leaseParts(ctx, n, ttl)
 	}
-	token := strconv.FormatUint(rand.Uint64(), 36)
-	ttlMs := (ttl + time.Millisecond - 1).Milliseconds()
-	res, err := leaseScript.Run(ctx, s.rdb,
-		[]string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")},
-		group, s.consumer, n, ttlMs, token).Slice()
+	entries, err := s.lease(ctx, n, ttl)
 	if err != nil {
-		return nil, s.wrap("lease", err)
+		return nil, err
 	}
-	if len(res) == 0 {
+	if len(entries) == 0 {
 		return nil, storage.ErrQueueEmpty
-	}
-	type leased struct {
-		ms, seq uint64
-		e       storage.Entry
-	}
-	out := make([]leased, 0, len(res))
-	for _, r := range res {
-		triple, ok := r.([]any)
-		if !ok || len(triple) != 3 {
-			return nil, fmt.Errorf("redisstore: lease: unexpected reply %v", r)
-		}
-		id, _ := triple[0].(string)
-		data, _ := triple[1].(string)
-		deliveries, _ := triple[2].(int64)
-		ms, seq := parseStreamID(id)
-		out = append(out, leased{ms, seq, storage.Entry{ID: id + ":" + token, Data: []byte(data), Deliveries: int(deliveries)}})
-	}
-	// Stream IDs grow with push (or re-queue) time: sorting by them gives
-	// push order across taken-over and new entries.
-	slices.SortFunc(out, func(a, b leased) int {
-		return cmp.Or(cmp.Compare(a.ms, b.ms), cmp.Compare(a.seq, b.seq))
-	})
-	entries := make([]storage.Entry, len(out))
-	for i, l := range out {
-		entries[i] = l.e
 	}
 	return entries, nil
 }
 
-// Ack removes leased entries for good (XACK and XDEL), atomically. IDs
-// whose lease is no longer held are skipped and reported in an error
-// wrapping storage.ErrUnknownLease; the others are acknowledged all the
-// same. An expired lease not yet taken over can still be acknowledged.
+// lease runs hqLeaseScript on s's keys.
+func (s *Store) lease(ctx context.Context, n int, ttl time.Duration) ([]storage.Entry, error) {
+	token := newToken()
+	args := append(s.hqArgs(5), n, ttlMillis(ttl), token, s.consumer, "0")
+	res, err := hqLeaseScript.Run(ctx, s.rdb, s.hqKeys(), args...).Slice()
+	if err != nil {
+		return nil, s.wrap("lease", err)
+	}
+	entries, err := leaseRows(res, token)
+	if err != nil {
+		return nil, err
+	}
+	// IDs grow with push time: sorting by them gives push order across
+	// taken-over and new entries.
+	slices.SortStableFunc(entries, func(a, b storage.Entry) int { return comparePushOrder(a.ID, b.ID) })
+	return entries, nil
+}
+
+// peekLease runs hqLeaseScript on s's keys without leasing: the IDs of
+// the entries it would give, oldest first.
+func (s *Store) peekLease(ctx context.Context, n int) ([]entryKey, error) {
+	args := append(s.hqArgs(5), n, 1, "", s.consumer, "1")
+	res, err := hqLeaseScript.Run(ctx, s.rdb, s.hqKeys(), args...).Slice()
+	if err != nil {
+		return nil, s.wrap("lease", err)
+	}
+	keys := make([]entryKey, 0, len(res))
+	for _, r := range res {
+		k, ok := r.([]any)
+		if !ok || len(k) != 2 {
+			return nil, fmt.Errorf("redisstore: lease: unexpected reply %v", r)
+		}
+		keys = append(keys, entryKey{ms: asInt(k[0]), seq: asInt(k[1])})
+	}
+	return keys, nil
+}
+
+// newToken returns a lease token: it tells this lease from the entry's
+// earlier and later ones.
+func newToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// ttlMillis rounds ttl up to a millisecond.
+func ttlMillis(ttl time.Duration) int64 { return (ttl + time.Millisecond - 1).Milliseconds() }
+
+// leaseRows turns the rows of hqLeaseScript and hqLeaseHostsScript into
+// entries whose IDs carry token.
+func leaseRows(res []any, token string) ([]storage.Entry, error) {
+	out := make([]storage.Entry, 0, len(res))
+	for _, r := range res {
+		row, ok := r.([]any)
+		if !ok || len(row) != 6 {
+			return nil, fmt.Errorf("redisstore: lease: unexpected reply %v", r)
+		}
+		kind, _ := row[0].(string)
+		id, _ := row[1].(string)
+		data, _ := row[2].(string)
+		deliveries, _ := row[3].(int64)
+		host, _ := row[4].(string)
+		prio, _ := row[5].(int64)
+		if kind == "h" {
+			id = "h" + id
+		}
+		out = append(out, storage.Entry{ID: id + ":" + token, Data: []byte(data), Deliveries: int(deliveries), Host: host, Priority: int(prio)})
+	}
+	return out, nil
+}
+
+// comparePushOrder compares two lease IDs (of one partition, or without
+// it) by their entries' IDs, which is push order.
+func comparePushOrder(a, b string) int {
+	sa, _, _ := parseLeaseID(a)
+	sb, _, _ := parseLeaseID(b)
+	ams, aseq := parseStreamID(strings.TrimPrefix(sa, "h"))
+	bms, bseq := parseStreamID(strings.TrimPrefix(sb, "h"))
+	return cmp.Or(cmp.Compare(ams, bms), cmp.Compare(aseq, bseq))
+}
+
+// Ack removes leased entries for good, atomically. IDs whose lease is no
+// longer held are skipped and reported in an error wrapping
+// storage.ErrUnknownLease; the others are acknowledged all the same. An
+// expired lease not yet taken over can still be acknowledged. An
+// acknowledgement frees a slot of the entry's host (see LeaseHosts).
 func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	if err := s.check(); err != nil {
 		return err
@@ -259,24 +273,16 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	var unknown []string
-	args := []any{group}
-	for _, id := range ids {
-		sid, tok, ok := parseLeaseID(id)
-		if !ok {
-			unknown = append(unknown, id)
-			continue
-		}
-		args = append(args, sid, tok)
+	args, unknown := leasePairs(ids, group)
+	var err error
+	if anyHosted(args, 1) {
+		unknown, err = s.ackHosted(ctx, args[1:], nil, unknown)
+	} else {
+		unknown, err = s.runPairs(ctx, "ack", ackScript,
+			[]string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")}, args, 1, unknown)
 	}
-	if len(args) > 1 {
-		bad, err := ackScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("leases"), s.key("expiry"), s.key("delayed")}, args...).Int64Slice()
-		if err != nil {
-			return s.wrap("ack", err)
-		}
-		for _, i := range bad {
-			unknown = append(unknown, fmt.Sprintf("%s:%s", args[1+2*i], args[2+2*i]))
-		}
+	if err != nil {
+		return err
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("redisstore: ack %q: %w", unknown, storage.ErrUnknownLease)
@@ -284,10 +290,22 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 	return nil
 }
 
+// anyHosted reports whether the ID/token pairs in args (after head) hold
+// a hosted entry's lease, which the stream's scripts do not know.
+func anyHosted(args []any, head int) bool {
+	for i := head; i < len(args); i += 2 {
+		if id, _ := args[i].(string); strings.HasPrefix(id, "h") {
+			return true
+		}
+	}
+	return false
+}
+
 // Release returns a leased entry to the queue, ready at notBefore (the zero
-// time: at once), in its place in push order. The delay is measured on the
-// server's clock from now, so clock skew between hosts does not matter. It
-// returns storage.ErrUnknownLease when the lease is no longer held.
+// time: at once), in its place in push order (and in its host's order).
+// The delay is measured on the server's clock from now, so clock skew
+// between hosts does not matter. It returns storage.ErrUnknownLease when
+// the lease is no longer held.
 func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) error {
 	if err := s.check(); err != nil {
 		return err
@@ -299,14 +317,11 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 	if !ok {
 		return fmt.Errorf("redisstore: release %q: %w", id, storage.ErrUnknownLease)
 	}
-	var delayMs int64
-	if !notBefore.IsZero() {
-		if d := time.Until(notBefore); d > 0 {
-			delayMs = (d + time.Millisecond - 1).Milliseconds()
-		}
+	if strings.HasPrefix(sid, "h") {
+		return s.ReleaseBatch(ctx, notBefore, id)
 	}
 	done, err := releaseScript.Run(ctx, s.rdb,
-		[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, sid, tok, delayMs).Int()
+		[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, sid, tok, delayMillis(notBefore)).Int()
 	if err != nil {
 		return s.wrap("release", err)
 	}
@@ -316,8 +331,20 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 	return nil
 }
 
+// delayMillis is how long from now notBefore is, rounded up to a
+// millisecond; 0 for the zero time or a time past.
+func delayMillis(notBefore time.Time) int64 {
+	if notBefore.IsZero() {
+		return 0
+	}
+	if d := time.Until(notBefore); d > 0 {
+		return (d + time.Millisecond - 1).Milliseconds()
+	}
+	return 0
+}
+
 // Len counts entries as of the server's now: expired leases and due
-// delayed entries count as ready.
+// delayed entries count as ready, whatever their hosts' ready times.
 func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
 	if err := s.check(); err != nil {
 		return storage.QueueLen{}, err
@@ -325,7 +352,7 @@ func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
 	if s.parts != nil {
 		return s.lenParts(ctx)
 	}
-	v, err := lenScript.Run(ctx, s.rdb, []string{s.key("queue"), s.key("expiry"), s.key("delayed")}).Int64Slice()
+	v, err := hqLenScript.Run(ctx, s.rdb, s.hqKeys(), s.hqArgs(0)...).Int64Slice()
 	if err != nil {
 		return storage.QueueLen{}, s.wrap("len", err)
 	}
@@ -335,17 +362,24 @@ func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
 	return storage.QueueLen{Ready: int(v[0]), Delayed: int(v[1]), Leased: int(v[2])}, nil
 }
 
-// parseLeaseID splits "<stream ID>:<token>".
-func parseLeaseID(id string) (streamID, token string, ok bool) {
+// parseLeaseID splits "<stream ID>:<token>", or "h<entry ID>:<token>" for
+// a hosted entry (see hostqueue_lua.go), keeping the "h".
+func parseLeaseID(id string) (entryID, token string, ok bool) {
 	i := strings.LastIndexByte(id, ':')
 	if i <= 0 || i == len(id)-1 {
 		return "", "", false
 	}
-	streamID, token = id[:i], id[i+1:]
-	if ms, _ := parseStreamID(streamID); ms == 0 && !strings.HasPrefix(streamID, "0-") {
+	entryID, token = id[:i], id[i+1:]
+	if rest, hosted := strings.CutPrefix(entryID, "h"); hosted {
+		if ms, _ := parseStreamID(rest); ms == 0 {
+			return "", "", false
+		}
+		return entryID, token, true
+	}
+	if ms, _ := parseStreamID(entryID); ms == 0 && !strings.HasPrefix(entryID, "0-") {
 		return "", "", false
 	}
-	return streamID, token, true
+	return entryID, token, true
 }
 
 // parseStreamID splits "<ms>-<seq>"; a malformed ID gives zeros.
@@ -363,10 +397,10 @@ func parseStreamID(id string) (ms, seq uint64) {
 }
 
 // ReleaseUnheld implements storage.LeaseReclaimer: it releases, ready now,
-// every entry of the stream pending for this Store's consumer except the
-// leases in held. A queue run calls it after a Lease whose reply an outage
-// lost, so that the entries the server granted are not stuck until their
-// lease expires.
+// every entry leased to this Store's consumer (the stream's pending list,
+// and the set of its hosted leases) except the leases in held. A queue run
+// calls it after a Lease whose reply an outage lost, so that the entries
+// the server granted are not stuck until their lease expires.
 func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 	if err := s.check(); err != nil {
 		return err
@@ -384,7 +418,11 @@ func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 		Stream: s.key("queue"), Group: group, Consumer: s.consumer, Start: "-", End: "+", Count: 100000,
 	}).Result()
 	if err != nil {
-		return s.pendingError(ctx, "release unheld", err)
+		// NOGROUP: no stream, nothing of it pending, unless the server
+		// lost the crawl (an error then).
+		if err := s.pendingError(ctx, "release unheld", err); err != nil {
+			return err
+		}
 	}
 	var ids []any
 	for _, p := range pend {
@@ -392,13 +430,12 @@ func (s *Store) ReleaseUnheld(ctx context.Context, held []string) error {
 			ids = append(ids, p.ID)
 		}
 	}
-	if len(ids) == 0 {
-		return nil
+	if len(ids) > 0 {
+		if err := releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err(); err != nil {
+			return s.wrap("release unheld", err)
+		}
 	}
-	if err := releaseAllScript.Run(ctx, s.rdb, []string{s.key("leases"), s.key("expiry"), s.key("delayed")}, ids...).Err(); err != nil {
-		return s.wrap("release unheld", err)
-	}
-	return nil
+	return s.wrap("release unheld", s.releaseHosted(ctx, keep))
 }
 
 var _ storage.LeaseReclaimer = (*Store)(nil)
@@ -442,33 +479,30 @@ end
 return unknown
 `)
 
-// pushUnvisitedScript: KEYS queue, then the visited set of each entry; ARGV
-// group, maxSize, then member/data pairs in the order of KEYS[2:]. Returns
-// {full, pushed...}: full is 1 when the unvisited entries would not fit
-// (nothing is pushed), and pushed[i] is 1 for each entry pushed.
-var pushUnvisitedScript = redis.NewScript(luaPrelude + `
+// pushUnvisitedScript: KEYS queue, lastid, hosted entries, then the
+// visited set of each entry; ARGV group, maxSize, then member/data pairs in
+// the order of KEYS[4:]. Returns {full, pushed...}: full is 1 when the
+// unvisited entries would not fit (nothing is pushed), and pushed[i] is 1
+// for each entry pushed.
+var pushUnvisitedScript = redis.NewScript(luaPrelude + plainAdd + `
 ensure(KEYS[1], ARGV[1])
 local out = {0}
-local n = 0
-for i = 2, #KEYS do
-	local m = ARGV[3 + (i - 2) * 2]
+local datas = {}
+for i = 4, #KEYS do
+	local m = ARGV[3 + (i - 4) * 2]
 	if redis.call('SISMEMBER', KEYS[i], m) == 1 then
-		out[i] = 0
+		out[i - 2] = 0
 	else
-		out[i] = 1
-		n = n + 1
+		out[i - 2] = 1
+		datas[#datas + 1] = ARGV[4 + (i - 4) * 2]
 	end
 end
 local max = tonumber(ARGV[2])
-if n > 0 and max > 0 and redis.call('XLEN', KEYS[1]) + n > max then
+if #datas > 0 and max > 0 and redis.call('XLEN', KEYS[1]) + redis.call('HLEN', KEYS[3]) + #datas > max then
 	out[1] = 1
 	return out
 end
-for i = 2, #KEYS do
-	if out[i] == 1 then
-		redis.call('XADD', KEYS[1], '*', 'd', ARGV[4 + (i - 2) * 2])
-	end
-end
+plainAdd(KEYS[1], KEYS[2], datas)
 return out
 `)
 
@@ -518,9 +552,13 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 	if len(ids) == 0 {
 		return nil
 	}
-	ttlMs := (ttl + time.Millisecond - 1).Milliseconds()
-	args, unknown := leasePairs(ids, ttlMs)
-	unknown, err := s.runPairs(ctx, "renew", renewScript, []string{s.key("leases"), s.key("expiry")}, args, 1, unknown)
+	var err error
+	args, unknown := leasePairs(ids, ttlMillis(ttl))
+	if anyHosted(args, 1) {
+		unknown, err = s.runPairs(ctx, "renew", hqRenewScript, s.hqKeys(), append(s.hqArgs(len(args)), args...), 5, unknown)
+	} else {
+		unknown, err = s.runPairs(ctx, "renew", renewScript, []string{s.key("leases"), s.key("expiry")}, args, 1, unknown)
+	}
 	if err != nil {
 		return err
 	}
@@ -531,7 +569,8 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 }
 
 // ReleaseBatch implements storage.BatchReleaser in one script; each entry
-// keeps its place in push order, ready at notBefore.
+// keeps its place in push order (and in its host's order), ready at
+// notBefore, and frees a slot of its host.
 func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
 	if err := s.check(); err != nil {
 		return err
@@ -542,15 +581,21 @@ func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...st
 	if len(ids) == 0 {
 		return nil
 	}
-	var delayMs int64
-	if !notBefore.IsZero() {
-		if d := time.Until(notBefore); d > 0 {
-			delayMs = (d + time.Millisecond - 1).Milliseconds()
-		}
-	}
+	var err error
+	delayMs := delayMillis(notBefore)
 	args, unknown := leasePairs(ids, delayMs)
-	unknown, err := s.runPairs(ctx, "release", releaseManyScript,
-		[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, args, 1, unknown)
+	if anyHosted(args, 1) {
+		// The caller's not-before is kept for Head, to the millisecond.
+		nb := ""
+		if delayMs > 0 {
+			nb = strconv.FormatInt(notBefore.UnixMilli(), 10)
+		}
+		head := append(s.hqArgs(len(args)+1), delayMs, nb)
+		unknown, err = s.runPairs(ctx, "release", hqReleaseScript, s.hqKeys(), append(head, args[1:]...), 6, unknown)
+	} else {
+		unknown, err = s.runPairs(ctx, "release", releaseManyScript,
+			[]string{s.key("leases"), s.key("expiry"), s.key("delayed")}, args, 1, unknown)
+	}
 	if err != nil {
 		return err
 	}
@@ -581,8 +626,8 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 	if len(data) == 0 {
 		return pushed, nil
 	}
-	rkeys := make([]string, 0, len(keys)+1)
-	rkeys = append(rkeys, s.key("queue"))
+	rkeys := make([]string, 0, len(keys)+3)
+	rkeys = append(rkeys, s.key("queue"), s.key("lastid"), s.key("hq:e"))
 	args := make([]any, 0, 2+2*len(keys))
 	args = append(args, group, s.maxSize)
 	for i, k := range keys {

@@ -105,12 +105,10 @@ type Store struct {
 	// single stream of earlier versions; each is a Store whose queue keys
 	// carry its tag. See partition.go.
 	parts []*Store
-	// cursor picks the partition the next Lease tries first.
-	cursor atomic.Uint64
 	// leaseErr is a Lease failure to report on the next Lease (leaseParts).
 	leaseErr atomic.Pointer[error]
-	// seq numbers the entries this Store pushes to partitions (pushIDs).
-	seq atomic.Uint64
+	// ids numbers the entries this Store pushes to partitions (pushIDs).
+	ids idClock
 	// cluster is set for a cluster client and a prefix without a hash tag:
 	// the keys are spread over the slots, and pushes wait for a replica
 	// unless noWait.
@@ -216,11 +214,19 @@ func (s *Store) Close() error {
 }
 
 // releaseOwn releases every entry in this consumer's pending list whose
-// lease is still held, a page at a time.
+// lease is still held, a page at a time, then its hosted leases.
 func (s *Store) releaseOwn(ctx context.Context) error {
 	if s.parts != nil {
 		return s.releaseOwnParts(ctx)
 	}
+	if err := s.releaseOwnStream(ctx); err != nil {
+		return err
+	}
+	return s.releaseHosted(ctx, nil)
+}
+
+// releaseOwnStream releases the stream's entries leased to this consumer.
+func (s *Store) releaseOwnStream(ctx context.Context) error {
 	start := "-"
 	for {
 		pend, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -228,7 +234,7 @@ func (s *Store) releaseOwn(ctx context.Context) error {
 		}).Result()
 		if err != nil {
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
-				return nil // the queue was never used
+				return nil // the stream was never used
 			}
 			return err
 		}
