@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -93,4 +94,60 @@ type HostQueue interface {
 	// in its lease order. It is a view for people (a live page), not a
 	// lease: by the time it returns, other consumers may have leased them.
 	Head(ctx context.Context, n int) ([]HeadEntry, error)
+}
+
+// HostVisitedPusher is VisitedPusher for a HostQueue: a store that keeps
+// the visited set and the host queue together (sqlitestore, redisstore)
+// checks the links a response yields against the visited set and pushes
+// them with their hosts and priorities in one round trip. Use
+// PushUnvisitedHosted, which falls back to IsVisited and one PushHosted.
+type HostVisitedPusher interface {
+	// PushUnvisitedHosted pushes entries[i] for every i whose keys[i] is
+	// not in the visited set, atomically, as VisitedPusher.PushUnvisited
+	// does, and reports per entry whether it was pushed. It marks nothing
+	// visited. ErrPriorityRange as PushHosted.
+	PushUnvisitedHosted(ctx context.Context, keys []uint64, entries []HostEntry) ([]bool, error)
+}
+
+// PushUnvisitedHosted is PushUnvisited for a HostQueue: it pushes to q the
+// entries whose keys are not in the visited set st, in one round trip when
+// st and q are the same HostVisitedPusher, and otherwise with st.IsVisited
+// per key and one PushHosted. A nil st checks nothing.
+func PushUnvisitedHosted(ctx context.Context, st Storage, q HostQueue, keys []uint64, entries []HostEntry) ([]bool, error) {
+	if len(keys) != len(entries) {
+		return nil, fmt.Errorf("%w: %d keys, %d entries", ErrLengthMismatch, len(keys), len(entries))
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	for _, e := range entries {
+		if err := CheckPriority(e.Priority); err != nil {
+			return nil, fmt.Errorf("%w: %d", err, e.Priority)
+		}
+	}
+	if vp, ok := q.(HostVisitedPusher); ok && st != nil && sameStore(st, q) {
+		return vp.PushUnvisitedHosted(ctx, keys, entries)
+	}
+	pushed := make([]bool, len(entries))
+	todo := make([]HostEntry, 0, len(entries))
+	for i, k := range keys {
+		if st != nil {
+			seen, err := st.IsVisited(k)
+			if err != nil {
+				return nil, err
+			}
+			if seen {
+				continue
+			}
+		}
+		pushed[i] = true
+		todo = append(todo, entries[i])
+	}
+	if len(todo) == 0 {
+		return pushed, nil
+	}
+	if err := q.PushHosted(ctx, todo...); err != nil {
+		return nil, err
+	}
+	return pushed, nil
 }
