@@ -11,9 +11,9 @@ import (
 // HostEntry is an entry to push to a HostQueue: the payload (a marshalled
 // Request), the host it is leased under, and its priority.
 type HostEntry struct {
-	// Host is the politeness key the entry is leased under: a request's
-	// host:port, or its registrable domain under PolitenessBy(Domain).
-	// Entries pushed with Queue.Push have the host "", a host like any other.
+	// Host is the key the entry is leased under: a request's URL.Host
+	// (host[:port], as the politeness gate is given it). Entries pushed
+	// with Queue.Push have the host "", a host like any other.
 	Host string
 	// Priority orders the entries of a host, higher first (as Scrapy's
 	// Request.priority); entries of equal priority go in push order. It
@@ -80,8 +80,10 @@ type HostQueue interface {
 	// not-before time are not handed out. Within a host, the highest
 	// priority first and push order among equals; across hosts, the host
 	// whose next entry has the highest priority first, and among equal
-	// priorities the one whose next entry was pushed first. Entry.Host and
-	// Entry.Priority are set. ErrQueueEmpty when nothing can be handed out.
+	// priorities the one whose next entry was pushed first. Entry.Host,
+	// Entry.Priority and Entry.HostReady (the host's stored ready time,
+	// zero when none) are set; a caller may pass a now a little ahead of the
+	// clock and hold each entry until its HostReady. ErrQueueEmpty when nothing can be handed out.
 	LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]Entry, error)
 	// SetHostReady sets the next allowed start of each host in ready (a
 	// host's entries are not handed out by LeaseHosts before it), in one
