@@ -2,8 +2,10 @@ package magpie
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
@@ -46,6 +48,10 @@ type hostLeasing struct {
 	// LeaseHosts (see noteReady).
 	readyMu sync.Mutex
 	ready   map[string]time.Time
+
+	// warnedPriority is set once a request with a priority was pushed to
+	// a queue that is not a HostQueue (see notePriorityIgnored).
+	warnedPriority atomic.Bool
 }
 
 // initHosts sets the run up for a HostQueue, if q is one.
@@ -76,13 +82,14 @@ func (f *queueFrontier) hostRoomLocked() int {
 
 // hostEntry is what a HostQueue stores for req, whose marshalled form is data.
 func hostEntry(req *Request, data []byte) storage.HostEntry {
-	return storage.HostEntry{Host: req.URL.Host, Priority: priorityOf(req), Data: data}
+	return storage.HostEntry{Host: req.URL.Host, Priority: req.Priority, Data: data}
 }
 
 // pushReqs pushes data, the marshalled reqs, with their hosts and
 // priorities when the queue is a HostQueue.
 func (f *queueFrontier) pushReqs(ctx context.Context, reqs []*Request, data [][]byte) error {
 	if f.hosts.hq == nil {
+		f.notePriorityIgnored(reqs)
 		return f.q.Push(ctx, data...)
 	}
 	es := make([]storage.HostEntry, len(data))
@@ -96,6 +103,7 @@ func (f *queueFrontier) pushReqs(ctx context.Context, reqs []*Request, data [][]
 // the queue is a HostQueue.
 func (f *queueFrontier) pushUnvisited(ctx context.Context, st storage.Storage, keys []uint64, reqs []*Request, data [][]byte) ([]bool, error) {
 	if f.hosts.hq == nil {
+		f.notePriorityIgnored(reqs)
 		return storage.PushUnvisited(ctx, st, f.q, keys, data)
 	}
 	es := make([]storage.HostEntry, len(data))
@@ -170,5 +178,20 @@ func (f *queueFrontier) readyTimes() map[string]time.Time {
 	return maps.Clone(f.hosts.ready)
 }
 
-// priorityOf is req's priority. TODO(lead): Request.Priority once merged.
-func priorityOf(req *Request) int { return 0 }
+// notePriorityIgnored says once, at Warn, that the queue keeps no
+// priorities (a FIFO queue, such as a Colly queue storage), the first time
+// a request with one is pushed to it: its entries are leased in push order.
+func (f *queueFrontier) notePriorityIgnored(reqs []*Request) {
+	if f.hosts.warnedPriority.Load() {
+		return
+	}
+	for _, r := range reqs {
+		if r.Priority != 0 {
+			if f.hosts.warnedPriority.CompareAndSwap(false, true) {
+				f.c.logger.Warn("this queue storage keeps no priorities: its entries are leased in push order",
+					"storage", fmt.Sprintf("%T", f.q), "url", logURL(r), "priority", r.Priority)
+			}
+			return
+		}
+	}
+}
