@@ -64,7 +64,9 @@ func newMagpieLinks(ctx context.Context, cfg harness.Config, n *harness.Counters
 	c.OnHTML("a[href]", onLink)
 	c.OnResponse(func(*magpie.Response) { stopAt(ctx, n.Pages.Add(1)) })
 	c.OnError(func(r *magpie.Response, err error) {
-		if refused(err) {
+		// A fetch cut short by the crawl's end (-stop-after, or the
+		// timeout, which the result line reports) did not fail.
+		if refused(err) || (ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 			return
 		}
 		u := ""
