@@ -16,6 +16,11 @@
 // magpie-frontier-mem and magpie-redis, and magpie-redis-ops (cluster.go:
 // queue operations per second, on one Redis or a Redis Cluster).
 //
+// Every magpie crawler above also takes -max-requests, -stop-after,
+// -prioritize, -politeness and -sample (order.go, sample.go: issue 39's
+// priority, politeness and broad scenarios), and -features alone prints
+// which newer options the build has.
+//
 // -cpuprofile and -memprofile write pprof profiles of the crawl itself (flag
 // parsing and the result line excluded).
 package main
