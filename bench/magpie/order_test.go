@@ -333,3 +333,48 @@ func TestSampleHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestStopAfterCutShortNotErrors: the fetches in flight when -stop-after
+// ends the crawl are cut short; they did not fail, and are not counted as
+// errors.
+func TestStopAfterCutShortNotErrors(t *testing.T) {
+	for _, impl := range []string{"magpie-async", "magpie-queue"} {
+		t.Run(impl, func(t *testing.T) {
+			setFlag(t, stopAfter, 6)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var i int
+				switch {
+				case r.URL.Path == "/":
+					w.Header().Set("Content-Type", "text/html")
+					for i := range 5 {
+						fmt.Fprintf(w, `<a href="/fast/%d">f</a>`, i)
+					}
+					for i := range 10 {
+						fmt.Fprintf(w, `<a href="/slow/%d">s</a>`, i)
+					}
+				case fmtScan(r.URL.Path, "/fast/%d", &i):
+					w.Header().Set("Content-Type", "text/html")
+				case fmtScan(r.URL.Path, "/slow/%d", &i):
+					// Answers only once the crawler gives up on it.
+					<-r.Context().Done()
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			cfg, err := harness.NewConfig(srv.URL+"/", 8, 0, 0, "")
+			if err != nil {
+				t.Fatalf("NewConfig: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			res, err := harness.Run(ctx, impl, impls[impl], cfg)
+			if err != nil || res.TimedOut {
+				t.Fatalf("crawl = %+v, %v; want no error", res, err)
+			}
+			if res.Pages != 6 || res.Errors != 0 {
+				t.Errorf("crawl = %d pages, %d errors; want 6 pages (the seed and the fast ones) and no error for the slow ones cut short", res.Pages, res.Errors)
+			}
+		})
+	}
+}
