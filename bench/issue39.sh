@@ -162,7 +162,7 @@ old="none"
 	echo
 	echo "## Issue 39: broad, priority, politeness by address and per-host state, old beside new ($date_start UTC)"
 	echo
-	echo "- command: \`${OLD_REF:+OLD_REF=$OLD_REF }QUICK=$QUICK RUNS=$RUNS SP_PAGES=$SP_PAGES SP_RUNS=$SP_RUNS BROAD39_HOSTS=\"$BROAD39_HOSTS\" BROAD39_DELAY_MS=$BROAD39_DELAY_MS HB_HOSTS=$HB_HOSTS ISSUE39=\"$ISSUE39\" bench/issue39.sh\`"
+	echo "- command: \`OLD_REF=$OLD_REF QUICK=$QUICK RUNS=$RUNS SP_PAGES=$SP_PAGES SP_RUNS=$SP_RUNS SP_IMPLS=\"$SP_IMPLS\" BROAD39_HOSTS=\"$BROAD39_HOSTS\" BROAD39_DELAY_MS=$BROAD39_DELAY_MS BROAD39_IMPLS=\"$BROAD39_IMPLS\" HB_HOSTS=$HB_HOSTS ISSUE39=\"$ISSUE39\" bench/issue39.sh\` (and run.sh's PRIO_* and IP_* defaults, see its header)"
 	echo "- new: this tree at $new; old: $old"
 	[[ -n $nofile_note ]] && echo "- broad: $nofile_note"
 	echo "- machine: $(nproc) cores, $(go version | cut -d' ' -f3-); load average (1, 5, 15 min) $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $((SECONDS - t0)) s in all"
