@@ -1,10 +1,18 @@
 package sqlitestore
 
 import (
+	"bufio"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,5 +258,266 @@ func TestLeaseHostsExpiredLeaseAck(t *testing.T) {
 	got, err := s.LeaseHosts(ctx, now.Add(2*time.Hour), 10, 1, time.Minute)
 	if err != nil || len(got) != 1 || string(got[0].Data) != "h2" {
 		t.Fatalf("LeaseHosts(perHost 1) after the Ack = %v, %v; want h2", got, err)
+	}
+}
+
+// writeV3 writes a file of schema version 3 (the release before HostQueue),
+// with the DDL of its migrations, then runs stmts on it.
+func writeV3(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range append([]string{migrations[0], migrations[1], migrations[2], "PRAGMA user_version = 3"}, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("building the version 3 file: %q: %v", q, err)
+		}
+	}
+}
+
+// TestMigrateV3HostQueue opens a queue written by schema version 3, with
+// entries ready, leased (by a Store that is not coming back), leased with
+// the lease expired, and delayed: they become entries of host "" with the
+// priority 0, and LeaseHosts, Lease and the host's leased count work on
+// them.
+func TestMigrateV3HostQueue(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	now := time.Now()
+	future, past := now.Add(time.Hour).UnixNano(), now.Add(-time.Minute).UnixNano()
+	writeV3(t, path,
+		"INSERT INTO queue (data) VALUES ('a'), ('b'), ('c'), ('d'), ('e'), ('f')",
+		fmt.Sprintf("UPDATE queue SET lease_until = %d, lease_token = 7, lease_owner = 99, deliveries = 1 WHERE data = 'a'", future),
+		fmt.Sprintf("UPDATE queue SET lease_until = %d, lease_token = 8, lease_owner = 99, deliveries = 1 WHERE data = 'c'", past),
+		fmt.Sprintf("UPDATE queue SET not_before = %d WHERE data = 'd'", future),
+		"INSERT INTO visited (id) VALUES (42)")
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(version 3 file) error = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var v int
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Errorf("user_version after Open = %d, %v; want %d", v, err, schemaVersion)
+	}
+	checkHosts(t, s, "the migration")
+	if ok, err := s.IsVisited(42); err != nil || !ok {
+		t.Errorf("IsVisited(42) after the migration = %v, %v; want true", ok, err)
+	}
+	if l, err := s.Len(ctx); err != nil || l != (storage.QueueLen{Ready: 4, Delayed: 1, Leased: 1}) {
+		t.Errorf("Len() after the migration = %+v, %v; want 4 ready, 1 delayed, 1 leased", l, err)
+	}
+	// a is leased: with a limit of 3, host "" gives 2 (b, and c whose
+	// lease expired), in push order; d waits for its not-before time.
+	got, err := s.LeaseHosts(ctx, now, 10, 3, time.Hour)
+	if err != nil {
+		t.Fatalf("LeaseHosts(perHost 3) after the migration error = %v", err)
+	}
+	var datas []string
+	for _, e := range got {
+		datas = append(datas, string(e.Data))
+		if e.Host != "" || e.Priority != 0 {
+			t.Errorf("entry %q: Host, Priority = %q, %d; want \"\", 0", e.Data, e.Host, e.Priority)
+		}
+	}
+	if !slices.Equal(datas, []string{"b", "c"}) {
+		t.Errorf("LeaseHosts(perHost 3) after the migration = %q, want [b c]", datas)
+	}
+	if _, err := s.LeaseHosts(ctx, now, 10, 3, time.Hour); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Errorf("LeaseHosts(perHost 3) with 3 leased error = %v, want %v", err, storage.ErrQueueEmpty)
+	}
+	if es, err := s.Lease(ctx, 10, time.Hour); err != nil || len(es) != 2 || string(es[0].Data) != "e" || string(es[1].Data) != "f" {
+		t.Errorf("Lease(10) after the migration = %v, %v; want e, f", es, err)
+	}
+	checkHosts(t, s, "the leases")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatalf("reopen after the migration error = %v", err)
+	}
+	s2.Close()
+}
+
+// TestMigrateV3Atomic: a migration that fails leaves the file as it was
+// (one transaction), so the release that wrote it can still open it.
+func TestMigrateV3Atomic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	// A table in the way of the migration's.
+	writeV3(t, path, "INSERT INTO queue (data) VALUES ('a')", "CREATE TABLE queue_hosts (x)")
+	if s, err := Open(path); err == nil {
+		s.Close()
+		t.Fatal("Open(version 3 file with a queue_hosts table) error = nil, want the migration's")
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v, cols int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 3 {
+		t.Errorf("user_version after a failed migration = %d, %v; want 3", v, err)
+	}
+	if err := db.QueryRow("SELECT COUNT(*) FROM pragma_table_info('queue') WHERE name IN ('host', 'rank')").Scan(&cols); err != nil || cols != 0 {
+		t.Errorf("queue's host and rank columns after a failed migration = %d, %v; want none", cols, err)
+	}
+}
+
+// TestHelperHostReady is the child process of TestHostReadyCrash: it pushes
+// entries of host h, leases one, sets h's next start to MAGPIE_HOST_READY
+// (Unix nanoseconds), says so on stdout and waits to be killed. It does
+// nothing in a normal test run.
+func TestHelperHostReady(t *testing.T) {
+	dbPath, at := os.Getenv("MAGPIE_HOST_DB"), os.Getenv("MAGPIE_HOST_READY")
+	if dbPath == "" || at == "" {
+		t.Skip("helper process for TestHostReadyCrash")
+	}
+	ns, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := s.PushHosted(ctx, storage.HostEntry{Host: "h", Priority: 3, Data: []byte("h1")},
+		storage.HostEntry{Host: "h", Data: []byte("h2")}, storage.HostEntry{Host: "k", Data: []byte("k1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LeaseHosts(ctx, time.Now(), 1, 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetHostReady(ctx, map[string]time.Time{"h": time.Unix(0, ns)}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin) // until killed
+}
+
+// TestHostReadyCrash: a process killed with SIGKILL after setting a host's
+// next start leaves it in the file, so a resumed crawl does not burst the
+// host; the entry it held comes back to its host in its place.
+func TestHostReadyCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	ready := time.Now().Add(time.Hour)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHostReady$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "MAGPIE_HOST_DB="+path, fmt.Sprint("MAGPIE_HOST_READY=", ready.UnixNano()))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper said %q, %v; want ready", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed
+
+	s, err := Open(path) // the helper's process is gone: its lease comes back
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	got, err := s.LeaseHosts(ctx, time.Now(), 10, 0, time.Hour)
+	if err != nil || len(got) != 1 || string(got[0].Data) != "k1" {
+		t.Fatalf("LeaseHosts(now) after the crash = %v, %v; want only k1 (h is not ready for an hour)", got, err)
+	}
+	head, err := s.Head(ctx, 10)
+	if err != nil || len(head) != 2 || !head[0].HostReady.Equal(time.Unix(0, ready.UnixNano())) {
+		t.Fatalf("Head() after the crash = %+v, %v; want h's 2 entries, ready at %v", head, err, ready)
+	}
+	got, err = s.LeaseHosts(ctx, ready, 10, 0, time.Hour)
+	if err != nil || len(got) != 2 || string(got[0].Data) != "h1" || got[0].Deliveries != 2 || string(got[1].Data) != "h2" {
+		t.Fatalf("LeaseHosts(at h's ready time) = %v, %v; want h1 (leased at the crash, delivered twice), then h2", got, err)
+	}
+}
+
+// hostStateBytes is the file space queue_hosts and its indexes take, and
+// the queue's host index, in bytes, from SQLite's dbstat.
+func hostStateBytes(t *testing.T, s *Store) (hosts, hostIndex int64) {
+	t.Helper()
+	err := s.db.QueryRow(`SELECT
+		COALESCE(SUM(CASE WHEN name IN ('queue_hosts', 'queue_hosts_order', 'queue_hosts_parked') THEN pgsize END), 0),
+		COALESCE(SUM(CASE WHEN name = 'queue_host_rank' THEN pgsize END), 0)
+		FROM dbstat`).Scan(&hosts, &hostIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hosts, hostIndex
+}
+
+// TestHostStateBytes measures what the hosts' state costs with 10,000
+// hosts (an entry each, half of them waiting for their ready time), and
+// checks that it is gone once their entries are acknowledged and their
+// ready times passed: the state is linear in the hosts with work.
+func TestHostStateBytes(t *testing.T) {
+	const n = 10_000
+	ctx := t.Context()
+	s, _ := openTest(t)
+	emptyHosts, emptyIndex := hostStateBytes(t, s)
+	now := time.Now()
+	es := make([]storage.HostEntry, n)
+	ready := make(map[string]time.Time, n/2)
+	for i := range es {
+		es[i] = storage.HostEntry{Host: fmt.Sprintf("www.host-%05d.example.com", i), Priority: i % 3, Data: make([]byte, 200)}
+		if i%2 == 0 {
+			ready[es[i].Host] = now.Add(time.Hour)
+		}
+	}
+	if err := s.PushHosted(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetHostReady(ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	hosts, index := hostStateBytes(t, s)
+	perHost, perEntry := float64(hosts-emptyHosts)/n, float64(index-emptyIndex)/n
+	t.Logf("%d hosts of 25 bytes: queue_hosts and its indexes %.0f bytes per host; the queue's host index %.0f bytes per entry", n, perHost, perEntry)
+	if perHost > 160 {
+		t.Errorf("hosts' state = %.0f bytes per host, want at most 160", perHost)
+	}
+	for {
+		got, err := s.Lease(ctx, 1000, time.Hour)
+		if errors.Is(err, storage.ErrQueueEmpty) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(got))
+		for i, e := range got {
+			ids[i] = e.ID
+		}
+		if err := s.Ack(ctx, ids...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM queue_hosts").Scan(&rows); err != nil || rows != n/2 {
+		t.Errorf("queue_hosts rows with every entry acknowledged = %d, %v; want %d (the hosts whose ready time is to come)", rows, err, n/2)
+	}
+	if _, err := s.LeaseHosts(ctx, now.Add(2*time.Hour), 1, 0, time.Minute); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Fatalf("LeaseHosts(past every ready time) of an empty queue error = %v, want %v", err, storage.ErrQueueEmpty)
+	}
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM queue_hosts").Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("queue_hosts rows with no entries and every ready time past = %d, %v; want 0", rows, err)
 	}
 }
