@@ -40,21 +40,21 @@
 //	visited (id INTEGER PRIMARY KEY)            -- request ID, uint64 bits as int64
 //	queue   (seq INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB, not_before INTEGER,
 //	         lease_until INTEGER NULL, lease_token INTEGER NULL, lease_owner INTEGER NULL,
-//	         deliveries INTEGER, host TEXT, rank INTEGER)  -- times are Unix nanoseconds;
-//	                                                       -- rank is minus the priority
+//	         deliveries INTEGER, host_id INTEGER, rank INTEGER)  -- times are Unix nanoseconds;
+//	                                            -- host_id is queue_hosts.id, rank minus the priority
 //	cookies (host TEXT PRIMARY KEY, data TEXT)  -- newline-joined Set-Cookie lines
 //	owners  (owner INTEGER PRIMARY KEY, pid INTEGER, host TEXT, started INTEGER)
 //	hosts   (host TEXT PRIMARY KEY, next_start INTEGER)  -- Unix µs
 //	slots   (host TEXT, token INTEGER, expires INTEGER,  -- Unix µs
 //	         PRIMARY KEY (host, token))
 //	pages   (id INTEGER PRIMARY KEY, due INTEGER, data BLOB)
-//	queue_hosts (host TEXT PRIMARY KEY, ready_at INTEGER, parked INTEGER,
-//	         leased INTEGER, head_rank INTEGER NULL, head_seq INTEGER NULL) WITHOUT ROWID
+//	queue_hosts (id INTEGER PRIMARY KEY, host TEXT UNIQUE, ready_at INTEGER, -- id 0: host ""
+//	         parked INTEGER, leased INTEGER, head_rank INTEGER NULL, head_seq INTEGER NULL)
 //
 // hosts and slots hold the HostLimiter's state: a host's next allowed
 // request start, and one row per request in flight. Version 2 added slots
 // and dropped hosts.in_flight, which nothing had written; version 3 added
-// pages (recrawl state); version 4 added the queue's host and rank, and
+// pages (recrawl state); version 4 added the queue's host_id and rank, and
 // queue_hosts (HostQueue's hosts; a version 3 file's entries get the host
 // "" and the priority 0, as Push gives them).
 package sqlitestore

@@ -7,8 +7,10 @@ import (
 )
 
 // The host-aware queue (storage.HostQueue). Each entry of queue has a host
-// and a rank, minus its priority, so that one ascending index (host, rank,
-// seq) lists a host's entries in lease order. An entry is in one of three
+// (the ID of its row in queue_hosts, 0 for the host "", so that an entry
+// does not carry its host's name twice, in its row and in the index) and a
+// rank, minus its priority, so that one ascending index (host_id, rank, seq)
+// lists a host's entries in lease order. An entry is in one of three
 // states, read from its columns:
 //
 //   - a candidate: not leased (lease_until NULL) and not delayed
@@ -20,8 +22,10 @@ import (
 //     still acknowledge or renew it until another consumer leases it.
 //
 // queue_hosts has a row per host with entries or with a ready time in the
-// future: its ready time, its count of leased entries, and its head (the
-// rank and seq of its first candidate). Every statement that moves entries
+// future: its ID and name, its ready time, its count of leased entries,
+// and its head (the rank and seq of its first candidate). A host's row is
+// deleted only when it has no entries, so no entry refers to an ID that
+// was reused. Every statement that moves entries
 // between states reports what it did to a hostBook, which updates each
 // host touched once per transaction (not once per entry, which cost more
 // than the queue's own writes). A host is parked while its ready time may
@@ -35,40 +39,41 @@ import (
 // only the leased entries, the delayed entries and the parked hosts, so a
 // sweep costs what it changes, not what the queue holds. Plain Lease sweeps
 // only the expired leases, so that every entry it leases was not counted.
-var migrateHostQueue = `ALTER TABLE queue ADD COLUMN host TEXT NOT NULL DEFAULT '';
+var migrateHostQueue = `ALTER TABLE queue ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE queue ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
-	CREATE INDEX queue_host_rank ON queue (host, rank, seq);
+	CREATE INDEX queue_host_rank ON queue (host_id, rank, seq);
 	DROP INDEX queue_lease_owner;
 	CREATE INDEX queue_leases ON queue (lease_until, lease_owner) WHERE lease_until IS NOT NULL;
 	CREATE INDEX queue_delayed ON queue (not_before) WHERE not_before > 0;
 	CREATE TABLE queue_hosts (
-		host      TEXT    PRIMARY KEY,
+		id        INTEGER PRIMARY KEY,
+		host      TEXT    NOT NULL UNIQUE,
 		ready_at  INTEGER NOT NULL DEFAULT 0,
 		parked    INTEGER NOT NULL DEFAULT 0,
 		leased    INTEGER NOT NULL DEFAULT 0,
 		head_rank INTEGER,
 		head_seq  INTEGER
-	) WITHOUT ROWID;
+	);
 	CREATE INDEX queue_hosts_order ON queue_hosts (parked, head_rank, head_seq) WHERE head_seq IS NOT NULL;
 	CREATE INDEX queue_hosts_parked ON queue_hosts (ready_at) WHERE parked = 1;
-	INSERT INTO queue_hosts (host, leased, head_rank, head_seq)
-		SELECT '', (SELECT COUNT(*) FROM queue WHERE lease_until IS NOT NULL), 0,
+	INSERT INTO queue_hosts (id, host, leased, head_rank, head_seq)
+		SELECT 0, '', (SELECT COUNT(*) FROM queue WHERE lease_until IS NOT NULL), 0,
 			(SELECT MIN(seq) FROM queue WHERE lease_until IS NULL AND not_before = 0)
 		WHERE EXISTS (SELECT 1 FROM queue);
 	UPDATE queue_hosts SET head_rank = NULL WHERE head_seq IS NULL;`
 
 // candidatesFrom is a query of the rank and seq of up to limit candidates
-// of host, in lease order from the position (rank, seq), included when op
+// of host (an ID), in lease order from the position (rank, seq), included when op
 // is ">=" and not when it is ">". It is two ranges of the host index, the
 // rest of rank and the ranks after, because SQLite bounds an index range
 // by a row value (rank, seq) on rank alone: seq is the rowid.
 func candidatesFrom(host, rank, seq, op, limit string) string {
 	r := strings.NewReplacer("{host}", host, "{rank}", rank, "{seq}", seq, "{op}", op, "{limit}", limit)
 	return r.Replace(`SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host = {host} AND rank = {rank} AND seq {op} {seq} AND lease_until IS NULL AND not_before = 0
+			WHERE host_id = {host} AND rank = {rank} AND seq {op} {seq} AND lease_until IS NULL AND not_before = 0
 			ORDER BY seq LIMIT {limit})
 		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host = {host} AND rank > {rank} AND lease_until IS NULL AND not_before = 0
+			WHERE host_id = {host} AND rank > {rank} AND lease_until IS NULL AND not_before = 0
 			ORDER BY rank, seq LIMIT {limit})
 		LIMIT {limit}`)
 }
@@ -93,17 +98,18 @@ type hostChange struct {
 type hostBook struct {
 	// The host last asked for, and its change: most transactions touch
 	// one host, asked for once per entry.
-	last    string
+	last    int64
 	lastCh  *hostChange
-	changes map[string]*hostChange
+	changes map[int64]*hostChange
 }
 
-func (b *hostBook) at(host string) *hostChange {
+// at returns the change of the host whose ID is host.
+func (b *hostBook) at(host int64) *hostChange {
 	if b.lastCh != nil && b.last == host {
 		return b.lastCh
 	}
 	if b.changes == nil {
-		b.changes = make(map[string]*hostChange)
+		b.changes = make(map[int64]*hostChange)
 	}
 	c := b.changes[host]
 	if c == nil {
@@ -116,7 +122,7 @@ func (b *hostBook) at(host string) *hostChange {
 
 // lease records that an entry of host was leased; wasCandidate tells
 // whether it was one (rather than a delayed entry whose time had come).
-func (b *hostBook) lease(host string, wasCandidate bool) {
+func (b *hostBook) lease(host int64, wasCandidate bool) {
 	c := b.at(host)
 	c.leased++
 	if wasCandidate {
@@ -129,7 +135,7 @@ func (c *hostChange) lose() { c.lost, c.prefix = true, false }
 
 // leasePrefix records that the first k candidates of host, up to (rank,
 // seq) in lease order, were leased, and nothing else happened to the host.
-func (b *hostBook) leasePrefix(host string, k int, rank, seq int64) {
+func (b *hostBook) leasePrefix(host int64, k int, rank, seq int64) {
 	c := b.at(host)
 	if *c != (hostChange{}) {
 		c.leased += k
@@ -140,44 +146,43 @@ func (b *hostBook) leasePrefix(host string, k int, rank, seq int64) {
 }
 
 // gain records that the entry (rank, seq) of host became a candidate.
-func (b *hostBook) gain(host string, rank, seq int64) {
+func (b *hostBook) gain(host, rank, seq int64) {
 	c := b.at(host)
 	if !c.gained || rank < c.rank || rank == c.rank && seq < c.seq {
 		c.gained, c.rank, c.seq = true, rank, seq
 	}
 }
 
-// Statements of flush: ?1 is the host.
+// Statements of flush: ?1 is the host's ID.
 const (
 	// The head moves on from where it was: no candidate comes before it,
 	// but those gained, which flushGain adds after.
 	flushLost = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
 		`SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE host = ?1)
-				AND seq >= (SELECT head_seq FROM queue_hosts WHERE host = ?1)
+			WHERE host_id = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE id = ?1)
+				AND seq >= (SELECT head_seq FROM queue_hosts WHERE id = ?1)
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY seq LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host = ?1 AND rank > (SELECT head_rank FROM queue_hosts WHERE host = ?1)
+			WHERE host_id = ?1 AND rank > (SELECT head_rank FROM queue_hosts WHERE id = ?1)
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY rank, seq LIMIT 1)
 		LIMIT 1)
-		WHERE host = ?1`
-	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE host = ?1`
-	flushGain   = `INSERT INTO queue_hosts (host, head_rank, head_seq) VALUES (?1, ?2, ?3)
-		ON CONFLICT (host) DO UPDATE SET head_rank = ?2, head_seq = ?3
-			WHERE head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq)`
+		WHERE id = ?1`
+	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
+	flushGain   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
 	// A host with no entry left, whose ready time has come (it is not
 	// parked), is forgotten.
-	flushEmpty = `DELETE FROM queue_hosts WHERE host = ?1
+	flushEmpty = `DELETE FROM queue_hosts WHERE id = ?1
 		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
-			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host = ?1) ELSE 0 END`
+			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = ?1) ELSE 0 END`
 )
 
 // flushPrefix moves the head on from (?3, ?4), the last of the candidates
 // leased.
 var flushPrefix = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
-	candidatesFrom("?1", "?3", "?4", ">", "1") + `) WHERE host = ?1`
+	candidatesFrom("?1", "?3", "?4", ">", "1") + `) WHERE id = ?1`
 
 // flush applies the changes of b to queue_hosts within tx, and empties b.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
@@ -209,19 +214,19 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 // token stays: the holder of an expired lease may still acknowledge or
 // renew it until another consumer leases the entry.
 const sweepLeases = `UPDATE queue SET lease_until = NULL, not_before = 0 WHERE lease_until <= ?1
-	RETURNING host, rank, seq`
+	RETURNING host_id, rank, seq`
 
 // sweepDelayed makes the entries whose not-before time passed at ?1
 // candidates (or, leased, leaves them leased).
 const sweepDelayed = `UPDATE queue SET not_before = 0 WHERE not_before > 0 AND not_before <= ?1
-	RETURNING host, rank, seq, lease_until IS NULL`
+	RETURNING host_id, rank, seq, lease_until IS NULL`
 
 // forgetHosts forgets the parked hosts whose ready time came at ?1 and that
 // have no entries; unparkHosts unparks the others.
 const (
 	forgetHosts = `DELETE FROM queue_hosts WHERE parked = 1 AND ready_at <= ?1
 		AND head_seq IS NULL AND leased = 0
-		AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.host = queue_hosts.host)`
+		AND NOT EXISTS (SELECT 1 FROM queue WHERE host_id = queue_hosts.id)`
 	unparkHosts = `UPDATE queue_hosts SET parked = 0 WHERE parked = 1 AND ready_at <= ?1`
 )
 
@@ -234,8 +239,7 @@ const sweepDue = `SELECT EXISTS (SELECT 1 FROM queue WHERE lease_until <= ?1)
 func (s *Store) sweepExpired(ctx context.Context, tx *sql.Tx, now int64) error {
 	var b hostBook
 	err := s.eachRow(ctx, tx, sweepLeases, []any{now}, func(rows *sql.Rows) error {
-		var host string
-		var rank, seq int64
+		var host, rank, seq int64
 		if err := rows.Scan(&host, &rank, &seq); err != nil {
 			return err
 		}
@@ -264,8 +268,7 @@ func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) error {
 	}
 	var b hostBook
 	err := s.eachRow(ctx, tx, sweepDelayed, []any{now}, func(rows *sql.Rows) error {
-		var host string
-		var rank, seq int64
+		var host, rank, seq int64
 		var free bool
 		if err := rows.Scan(&host, &rank, &seq, &free); err != nil {
 			return err
@@ -312,4 +315,5 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 var preparedQueries = []string{flushLost, flushLeased, flushPrefix, flushGain, flushEmpty,
 	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
 	insertHosted, leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
-	ackLeased, ackSwept, releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery}
+	ackLeased, ackSwept, releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
+	pushedPlain, hostIDQuery, hostName}

@@ -63,10 +63,15 @@ func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte, push
 	if first < 0 {
 		return nil
 	}
-	var b hostBook
-	b.gain("", 0, first)
-	return s.flush(ctx, tx, &b)
+	_, err := s.exec(ctx, tx, pushedPlain, first)
+	return err
 }
+
+// pushedPlain makes the entry seq ?1, the first of a Push, the head of the
+// host "" (ID 0) if it has none, creating the host's row.
+const pushedPlain = `INSERT INTO queue_hosts (id, host, head_rank, head_seq) VALUES (0, '', 0, ?1)
+	ON CONFLICT (id) DO UPDATE SET head_rank = 0, head_seq = ?1
+		WHERE head_seq IS NULL OR (0, ?1) < (head_rank, head_seq)`
 
 // visitedAmong returns the keys that are in the visited set: a few with the
 // prepared one-key lookup, many with one IN query per chunk (the per-query
@@ -120,7 +125,7 @@ const leaseQuery = `UPDATE queue
 	WHERE seq IN (SELECT seq FROM queue
 		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 		ORDER BY seq LIMIT ?5)
-	RETURNING seq, data, deliveries, host, rank, not_before = 0`
+	RETURNING seq, data, deliveries, host_id, rank, not_before = 0`
 
 // nextEntryQuery finds the first moment after ?1 when an entry may become
 // ready (a lease expiring, a not-before time passing), through the partial
@@ -144,10 +149,7 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	now := time.Now()
 	nowNs := now.UnixNano()
 	token := rand.Int64()
-	type leased struct {
-		seq int64
-		e   storage.Entry
-	}
+	type leased = hostLeased
 	var out []leased
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -166,20 +168,23 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		var b hostBook
 		for rows.Next() {
 			var e storage.Entry
-			var seq, rank int64
+			var seq, rank, host int64
 			var candidate bool
-			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &e.Host, &rank, &candidate); err != nil {
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &candidate); err != nil {
 				return err
 			}
-			e.ID, e.Priority = leaseID(seq, token, e.Host), int(-rank)
-			out = append(out, leased{seq, e})
-			b.lease(e.Host, candidate)
+			e.ID, e.Priority = leaseID(seq, token, host), int(-rank)
+			out = append(out, leased{seq, host, e})
+			b.lease(host, candidate)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		rows.Close()
 		if err := s.flush(ctx, tx, &b); err != nil {
+			return err
+		}
+		if err := s.nameHosts(ctx, tx, out); err != nil {
 			return err
 		}
 		if len(out) < n {
@@ -263,12 +268,12 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 	return unknown, s.flush(ctx, tx, &b)
 }
 
-// Statements of Ack: ?1 seq, ?2 token, ?3 host. The host is the lease
+// Statements of Ack: ?1 seq, ?2 token, ?3 host ID. The host is the lease
 // ID's, so that the common case, a held lease, is known for one without
 // reading the row back (RETURNING doubled the cost of an Ack).
 const (
-	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host = ?3 AND lease_until IS NOT NULL"
-	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host = ?3"
+	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3 AND lease_until IS NOT NULL"
+	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3"
 )
 
 // affected is the count of rows a statement's result reports.
@@ -307,14 +312,14 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 	return nil
 }
 
-// Statements of Release: ?1 not-before, ?2 seq, ?3 token, ?4 host. A held lease
+// Statements of Release: ?1 not-before, ?2 seq, ?3 token, ?4 host ID. A held lease
 // (leased) and an expired one swept back among the candidates are told
 // apart for the host's leased count.
 const (
 	releaseHeld = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host = ?4 AND lease_until IS NOT NULL RETURNING rank`
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL RETURNING rank`
 	releaseSwept = `UPDATE queue SET lease_token = NULL, lease_owner = NULL, not_before = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host = ?4 RETURNING rank`
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 RETURNING rank`
 )
 
 // releaseIDs releases the leases of ids in one transaction, ready at
@@ -399,25 +404,29 @@ func (s *Store) Notify() <-chan struct{} { return s.wake.ch }
 
 // leaseID joins the entry's seq, the lease's random token (so that a lease
 // that expired and was taken over cannot acknowledge the new holder's
-// lease) and the entry's host (so that an Ack knows whose leased count it
-// lowers without reading the row back), which may hold ':' and comes last.
-func leaseID(seq, token int64, host string) string {
+// lease) and the entry's host ID (so that an Ack knows whose leased count
+// it lowers without reading the row back; left out for the host "", 0).
+func leaseID(seq, token, host int64) string {
 	id := strconv.FormatInt(seq, 10) + ":" + strconv.FormatInt(token, 10)
-	if host != "" {
-		id += ":" + host
+	if host != 0 {
+		id += ":" + strconv.FormatInt(host, 10)
 	}
 	return id
 }
 
-func parseLeaseID(id string) (seq, token int64, host string, ok bool) {
+func parseLeaseID(id string) (seq, token, host int64, ok bool) {
 	a, rest, found := strings.Cut(id, ":")
 	if !found {
-		return 0, 0, "", false
+		return 0, 0, 0, false
 	}
-	b, host, _ := strings.Cut(rest, ":")
+	b, c, hosted := strings.Cut(rest, ":")
 	seq, err1 := strconv.ParseInt(a, 10, 64)
 	token, err2 := strconv.ParseInt(b, 10, 64)
-	return seq, token, host, err1 == nil && err2 == nil
+	var err3 error
+	if hosted {
+		host, err3 = strconv.ParseInt(c, 10, 64)
+	}
+	return seq, token, host, err1 == nil && err2 == nil && err3 == nil
 }
 
 // Renew implements storage.LeaseRenewer: each held lease runs ttl from now,
@@ -470,13 +479,13 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 	return nil
 }
 
-// Statements of Renew: ?1 lease end, ?2 seq, ?3 token, ?4 host, ?5 owner.
+// Statements of Renew: ?1 lease end, ?2 seq, ?3 token, ?4 host ID, ?5 owner.
 // An expired lease swept back among the candidates is leased again.
 const (
 	renewHeld = `UPDATE queue SET lease_until = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host = ?4 AND lease_until IS NOT NULL`
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL`
 	renewSwept = `UPDATE queue SET lease_until = ?1, lease_owner = ?5
-		WHERE seq = ?2 AND lease_token = ?3 AND host = ?4 AND lease_until IS NULL`
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NULL`
 )
 
 // ReleaseBatch implements storage.BatchReleaser in one transaction: each

@@ -13,10 +13,18 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// insertHosted appends an entry: ?1 data, ?2 host, ?3 rank.
-const insertHosted = "INSERT INTO queue (data, host, rank) VALUES (?, ?, ?)"
+// insertHosted appends an entry: ?1 data, ?2 host ID, ?3 rank.
+const insertHosted = "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)"
 
-// leaseHostQuery leases up to ?7 candidates of host ?4 from its head (rank
+// hostIDQuery returns the ID of host ?1, creating its row if it has none.
+// The host "" is always 0 (a conflict on the ID is then one on the host).
+const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
+	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
+
+// hostName returns the name of the host whose ID is ?1.
+const hostName = "SELECT host FROM queue_hosts WHERE id = ?1"
+
+// leaseHostQuery leases up to ?7 candidates of host ID ?4 from its head (rank
 // ?5, seq ?6) on: ?1 lease end, ?2 token, ?3 owner.
 var leaseHostQuery = `UPDATE queue
 	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
@@ -25,7 +33,7 @@ var leaseHostQuery = `UPDATE queue
 
 // nextHostsQuery lists up to ?4 hosts with candidates, unparked (?1 = 0) or
 // parked (1), in lease order after the head (rank ?2, seq ?3).
-const nextHostsQuery = `SELECT host, ready_at, leased, head_rank, head_seq FROM queue_hosts
+const nextHostsQuery = `SELECT id, host, ready_at, leased, head_rank, head_seq FROM queue_hosts
 	WHERE parked = ?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
 	ORDER BY head_rank, head_seq LIMIT ?4`
 
@@ -39,9 +47,40 @@ const nextReadyQuery = `SELECT MIN(t) FROM (
 
 // hostRow is a row of queue_hosts as nextHostsQuery reads it.
 type hostRow struct {
+	id                int64
 	host              string
 	readyAt, leased   int64
 	headRank, headSeq int64
+}
+
+// hostLeased is an entry that Lease leased, with its seq and host ID.
+type hostLeased struct {
+	seq, host int64
+	e         storage.Entry
+}
+
+// nameHosts sets the Host of the entries of out, by their host IDs, one
+// query per host other than "".
+func (s *Store) nameHosts(ctx context.Context, tx *sql.Tx, out []hostLeased) error {
+	var names map[int64]string
+	for i := range out {
+		id := out[i].host
+		if id == 0 {
+			continue
+		}
+		name, ok := names[id]
+		if !ok {
+			if err := tx.StmtContext(ctx, s.prepared[hostName]).QueryRowContext(ctx, id).Scan(&name); err != nil {
+				return err
+			}
+			if names == nil {
+				names = make(map[int64]string)
+			}
+			names[id] = name
+		}
+		out[i].e.Host = name
+	}
+	return nil
 }
 
 // unixNano is t in Unix nanoseconds, clamped to what an int64 holds (the
@@ -78,22 +117,27 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 			return err
 		}
 		var b hostBook
+		ids := make(map[string]int64)
 		stmt := tx.StmtContext(ctx, s.prepared[insertHosted])
 		for _, e := range entries {
+			id, ok := ids[e.Host]
+			if !ok {
+				err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
+				if err != nil {
+					return err
+				}
+				ids[e.Host] = id
+			}
 			d := e.Data
 			if d == nil {
 				d = []byte{}
 			}
 			rank := -int64(e.Priority)
-			res, err := stmt.ExecContext(ctx, d, e.Host, rank)
+			seq, err := lastID(stmt.ExecContext(ctx, d, id, rank))
 			if err != nil {
 				return err
 			}
-			seq, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			b.gain(e.Host, rank, seq)
+			b.gain(id, rank, seq)
 		}
 		return s.flush(ctx, tx, &b)
 	})
@@ -102,6 +146,14 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 	}
 	s.wake.signal()
 	return nil
+}
+
+// lastID is the rowid a statement's result reports.
+func lastID(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // checkRoom returns storage.ErrQueueFull when n more entries would take the
@@ -194,7 +246,7 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 			if h.readyAt > now {
 				// Unparked by a sweep at a later now than this call's
 				// (another consumer's clock): park it again.
-				if _, err := tx.ExecContext(ctx, "UPDATE queue_hosts SET parked = 1 WHERE host = ?", h.host); err != nil {
+				if _, err := tx.ExecContext(ctx, "UPDATE queue_hosts SET parked = 1 WHERE id = ?", h.id); err != nil {
 					return out, err
 				}
 				continue
@@ -220,7 +272,7 @@ func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hos
 	var hosts []hostRow
 	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit}, func(rows *sql.Rows) error {
 		var h hostRow
-		if err := rows.Scan(&h.host, &h.readyAt, &h.leased, &h.headRank, &h.headSeq); err != nil {
+		if err := rows.Scan(&h.id, &h.host, &h.readyAt, &h.leased, &h.headRank, &h.headSeq); err != nil {
 			return err
 		}
 		hosts = append(hosts, h)
@@ -237,12 +289,12 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 		e         storage.Entry
 	}
 	var got []leased
-	err := s.eachRow(ctx, tx, leaseHostQuery, []any{until, token, s.owner, h.host, h.headRank, h.headSeq, quota}, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, tx, leaseHostQuery, []any{until, token, s.owner, h.id, h.headRank, h.headSeq, quota}, func(rows *sql.Rows) error {
 		var l leased
 		if err := rows.Scan(&l.seq, &l.e.Data, &l.e.Deliveries, &l.rank); err != nil {
 			return err
 		}
-		l.e.ID, l.e.Host, l.e.Priority = leaseID(l.seq, token, h.host), h.host, int(-l.rank)
+		l.e.ID, l.e.Host, l.e.Priority = leaseID(l.seq, token, h.id), h.host, int(-l.rank)
 		got = append(got, l)
 		return nil
 	})
@@ -254,7 +306,7 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
 	})
 	last := got[len(got)-1]
-	b.leasePrefix(h.host, len(got), last.rank, last.seq)
+	b.leasePrefix(h.id, len(got), last.rank, last.seq)
 	for _, l := range got {
 		out = append(out, l.e)
 	}
@@ -274,8 +326,9 @@ func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) er
 	}
 	now := time.Now().UnixNano()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		later, err := tx.PrepareContext(ctx, `INSERT INTO queue_hosts (host, ready_at, parked) VALUES (?1, ?2, 1)
-			ON CONFLICT (host) DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`)
+		later, err := tx.PrepareContext(ctx, `INSERT INTO queue_hosts (id, host, ready_at, parked)
+			VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1, ?2, 1)
+			ON CONFLICT DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`)
 		if err != nil {
 			return err
 		}
@@ -365,8 +418,8 @@ func delayedOnly(ctx context.Context, tx *sql.Tx, listed map[string]bool, limit 
 	}
 	var hosts []string
 	byHost := make(map[string][]delayed)
-	rows, err := tx.QueryContext(ctx, `SELECT q.host, q.rank, q.seq, q.data, q.not_before, COALESCE(h.ready_at, 0)
-		FROM queue q LEFT JOIN queue_hosts h ON h.host = q.host
+	rows, err := tx.QueryContext(ctx, `SELECT h.host, q.rank, q.seq, q.data, q.not_before, h.ready_at
+		FROM queue q JOIN queue_hosts h ON h.id = q.host_id
 		WHERE q.not_before > 0 AND q.lease_until IS NULL ORDER BY q.not_before`)
 	if err != nil {
 		return out, err
@@ -409,7 +462,7 @@ func delayedOnly(ctx context.Context, tx *sql.Tx, listed map[string]bool, limit 
 // headOf appends up to limit pending entries of h, in rank order, to out.
 func headOf(ctx context.Context, tx *sql.Tx, h hostRow, limit int, out []storage.HeadEntry) ([]storage.HeadEntry, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT rank, data, not_before FROM queue
-		WHERE host = ? AND lease_until IS NULL ORDER BY rank, seq LIMIT ?`, h.host, limit)
+		WHERE host_id = ? AND lease_until IS NULL ORDER BY rank, seq LIMIT ?`, h.id, limit)
 	if err != nil {
 		return out, err
 	}

@@ -32,23 +32,27 @@ func checkHosts(t *testing.T, s *Store, step string) {
 		entries           bool
 	}
 	want := map[string]*state{}
-	rows, err := s.db.Query(`SELECT host, COUNT(lease_until) FROM queue GROUP BY host`)
+	rows, err := s.db.Query(`SELECT h.host, COUNT(lease_until) FROM queue q
+		LEFT JOIN queue_hosts h ON h.id = q.host_id GROUP BY q.host_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		st := &state{entries: true}
-		var host string
+		var host *string
 		if err := rows.Scan(&host, &st.leased); err != nil {
 			t.Fatal(err)
 		}
-		want[host] = st
+		if host == nil {
+			t.Fatalf("after %s: entries of a host ID with no row in queue_hosts", step)
+		}
+		want[*host] = st
 	}
 	rows.Close()
-	rows, err = s.db.Query(`SELECT host, rank, MIN(seq) FROM queue q
+	rows, err = s.db.Query(`SELECT h.host, rank, MIN(seq) FROM queue q JOIN queue_hosts h ON h.id = q.host_id
 		WHERE lease_until IS NULL AND not_before = 0 AND rank = (SELECT MIN(rank) FROM queue
-			WHERE host = q.host AND lease_until IS NULL AND not_before = 0)
-		GROUP BY host`)
+			WHERE host_id = q.host_id AND lease_until IS NULL AND not_before = 0)
+		GROUP BY q.host_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +66,19 @@ func checkHosts(t *testing.T, s *Store, step string) {
 	}
 	rows.Close()
 	got := map[string]*state{}
-	rows, err = s.db.Query(`SELECT host, leased, head_rank, head_seq, parked FROM queue_hosts`)
+	rows, err = s.db.Query(`SELECT host, leased, head_rank, head_seq, parked, id = 0 FROM queue_hosts`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		st := &state{}
 		var host string
-		if err := rows.Scan(&host, &st.leased, &st.headRank, &st.headSeq, &st.parked); err != nil {
+		var zero bool
+		if err := rows.Scan(&host, &st.leased, &st.headRank, &st.headSeq, &st.parked, &zero); err != nil {
 			t.Fatal(err)
+		}
+		if zero != (host == "") {
+			t.Fatalf("after %s: host %q has the ID 0: %v; want 0 for the host \"\" only", step, host, zero)
 		}
 		got[host] = st
 	}
@@ -455,7 +463,8 @@ func TestHostReadyCrash(t *testing.T) {
 func hostStateBytes(t *testing.T, s *Store) (hosts, hostIndex int64) {
 	t.Helper()
 	err := s.db.QueryRow(`SELECT
-		COALESCE(SUM(CASE WHEN name IN ('queue_hosts', 'queue_hosts_order', 'queue_hosts_parked') THEN pgsize END), 0),
+		COALESCE(SUM(CASE WHEN name IN ('queue_hosts', 'sqlite_autoindex_queue_hosts_1', 'queue_hosts_order',
+			'queue_hosts_parked') THEN pgsize END), 0),
 		COALESCE(SUM(CASE WHEN name = 'queue_host_rank' THEN pgsize END), 0)
 		FROM dbstat`).Scan(&hosts, &hostIndex)
 	if err != nil {

@@ -265,8 +265,7 @@ func (s *Store) register(ctx context.Context) error {
 func (s *Store) releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error {
 	var b hostBook
 	err := s.eachRow(ctx, tx, releaseOwnerQuery, []any{owner}, func(rows *sql.Rows) error {
-		var host string
-		var rank, seq int64
+		var host, rank, seq int64
 		var candidate bool
 		if err := rows.Scan(&host, &rank, &seq, &candidate); err != nil {
 			return err
@@ -289,7 +288,7 @@ func (s *Store) releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error
 
 // releaseOwnerQuery returns the leases of owner ?1 to the queue.
 const releaseOwnerQuery = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL
-	WHERE lease_until IS NOT NULL AND lease_owner = ?1 RETURNING host, rank, seq, not_before = 0`
+	WHERE lease_until IS NOT NULL AND lease_owner = ?1 RETURNING host_id, rank, seq, not_before = 0`
 
 // Close returns this Store's unacknowledged leases to the queue, so a
 // restarted crawl gets them at once, and closes the file. Entries, visited
