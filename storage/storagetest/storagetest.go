@@ -1,5 +1,6 @@
 // Package storagetest is the conformance suite every storage backend runs:
-// RunQueue and RunQueueReopen for storage.Queue, RunVisited for
+// RunQueue and RunQueueReopen for storage.Queue, RunHostQueue and
+// RunHostQueueReopen for storage.HostQueue, RunVisited for
 // storage.VisitedSet, RunCookies for storage.CookieStore.
 //
 // A backend's test calls the Run functions with an opener that returns a
