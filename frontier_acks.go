@@ -445,6 +445,11 @@ func (f *queueFrontier) close() []*Request {
 	ackCtx, cancelAcks := context.WithTimeout(context.Background(), queueStopGrace)
 	f.combineAcks(ackCtx)
 	f.flushAddsAtClose(ackCtx)
+	if f.hosts.hq != nil {
+		// The hosts' next starts since the last lease: a run resumed
+		// from this store waits for them.
+		f.flushReady(ackCtx)
+	}
 	cancelAcks()
 	f.mu.Lock()
 	leased := f.leased

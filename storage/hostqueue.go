@@ -12,8 +12,11 @@ import (
 // Request), the host it is leased under, and its priority.
 type HostEntry struct {
 	// Host is the key the entry is leased under: a request's URL.Host
-	// (host[:port], as the politeness gate is given it). Entries pushed
-	// with Queue.Push have the host "", a host like any other.
+	// (host[:port], as the politeness gate is given it). The host "" is
+	// the entries whose host the store was not told: those pushed with
+	// Queue.Push, and those a store kept from before it knew hosts. They
+	// are leased with no per-host limit and no ready time, by their
+	// priority and push order, and rank among hosts by that head.
 	Host string
 	// Priority orders the entries of a host, higher first (as Scrapy's
 	// Request.priority); entries of equal priority go in push order. It
@@ -88,7 +91,7 @@ type HostQueue interface {
 	// SetHostReady sets the next allowed start of each host in ready (a
 	// host's entries are not handed out by LeaseHosts before it), in one
 	// round trip. A time earlier than the one stored leaves it (two
-	// consumers setting one host keep the later).
+	// consumers setting one host keep the later). The host "" is ignored.
 	SetHostReady(ctx context.Context, ready map[string]time.Time) error
 	// Head lists up to n pending (not leased) entries, without leasing
 	// them: hosts by the priority of their next entry (as LeaseHosts
