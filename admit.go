@@ -494,6 +494,8 @@ func (c *Collector) enter(cfg *config, req *Request) (*run, error) {
 // one of its host's MaxRequestsPerHost slots (when a budget applies to the
 // host) and, unless it bypasses the visited check, is marked visited.
 //
+// Its Priority is decided last (see decidePriority).
+//
 // A request with deferMark set (a link found during a queue run) takes
 // none: it is only checked against the visited set and a spent host
 // budget, and gets its slots and its mark when its queue entry is leased.
@@ -567,7 +569,8 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			// links must not fill the queue.
 			return ErrMaxRequestsPerHost
 		}
-		return nil
+		// Decided before the push, which stores it with the entry.
+		return c.decidePriority(cfg, req)
 	}
 	// A redelivered queue entry took its slots on its first delivery.
 	slot := !req.entry.redelivered
@@ -601,6 +604,16 @@ func (c *Collector) admit(ctx context.Context, cfg *config, req *Request) error 
 			return err
 		}
 		req.marked = true
+	}
+	// Last, so that the hook sees only requests admitted; a refusal gives
+	// back what the checks took.
+	if err := c.decidePriority(cfg, req); err != nil {
+		if slot {
+			c.releaseSlot()
+			c.releaseHost(req)
+		}
+		c.forgetVisited(req)
+		return err
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func TestCollectorInitResets(t *testing.T) {
 // its doc says, including those kept only in unexported settings.
 func TestCollectorInitResetsOptions(t *testing.T) {
 	c := NewCollector(Workers(4), MaxParked(8), QueueLookahead(64), RetryPolicy(RetryOptions{MaxAttempts: 3}),
-		MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), SitemapsFromRobots(), ProgressInterval(time.Minute), StreamHTML())
+		MaxPending(5), StopGrace(3*time.Second), BusyRetries(2), SitemapsFromRobots(), ProgressInterval(time.Minute), StreamHTML(),
+		Prioritize(func(*Request) int { return 1 }), DepthFirst())
 	c.Init()
 	s := c.settings
 	s.logger = nil

@@ -51,8 +51,14 @@ type settings struct {
 	streamHTML bool
 	// reuseBody is set by ReuseBody.
 	reuseBody bool
+	// order is BreadthFirst's or DepthFirst's depth term (orderNone:
+	// none); it sits with the bools, where it costs no space.
+	order crawlOrder
 	// recrawl is Recrawl's session (nil: recrawling is off); see recrawl.go.
 	recrawl *recrawler
+	// prioritize points to Prioritize's hook (nil: none); a pointer, so
+	// that settings stay comparable.
+	prioritize *func(*Request) int
 }
 
 // defaultSettings are NewCollector's (and Init's): a silent logger, every

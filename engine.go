@@ -236,7 +236,7 @@ func (r *run) feedLoop() {
 		req.run = r
 		r.waits.left(req)
 		req.unresolved = nil
-		err = r.gate.Put(r.feedCtx, req.URL.Host, req)
+		err = r.gate.PutAfter(r.feedCtx, req.URL.Host, req, req.entry.hostReady)
 		if errors.Is(err, limits.ErrResolve) && r.feedCtx.Err() == nil {
 			if !r.startUnresolved(req, err) {
 				return

@@ -51,6 +51,10 @@ var (
 	// Visit or RunQueue that would start a crawl for the
 	// MaxRequestsPerHost option's.
 	ErrNegativeBudget = limits.ErrNegativeBudget
+	// ErrPriorityRange is returned (wrapped) when a request's Priority, or
+	// the Prioritize hook's answer for it, does not fit in an int32: the
+	// request is refused (OnRefused, Stats().Refused["priority"]).
+	ErrPriorityRange = storage.ErrPriorityRange
 	// ErrRetryBodyUnseekable is returned by Request.Retry when the body cannot be rewound.
 	ErrRetryBodyUnseekable = errors.New("Retry Body Unseekable")
 	// ErrDropItem is returned (wrapped or not) by an ItemProcessor to drop

@@ -27,6 +27,10 @@ type flight struct {
 	// holds it once it is queued, so the in-memory frontier may keep it in
 	// a compact form and build a new Request when it leaves.
 	pendingLink bool
+	// prioritized is set once admission decided Request.Priority (see
+	// Collector.decidePriority), and on a retry copy, which keeps it: the
+	// crawl order and the Prioritize hook apply once per request.
+	prioritized bool
 
 	flightTries
 	flightVisit

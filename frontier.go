@@ -55,13 +55,23 @@ type pacedFrontier interface {
 // types; a link waits in a compact form, see frontier_pending.go), plus a
 // heap of requests that wait for a not-before time (retries).
 //
-// Requests leave in the order they came, across hosts, except that a host
-// with perHost requests out (taken by next and not yet started, so parked
-// in the politeness gate) waits while maxOut requests are out in all: a
-// host whose pages link mostly to itself then cannot fill the gate and hold
-// a newly found host's first request behind its own backlog, while a crawl
-// of one host still keeps maxOut of them parked. Pacing is off (pure FIFO)
-// until the run calls pace; the run reports each start with started.
+// Requests leave highest Priority first and, among equal priorities, in
+// the order they came: within a host its own requests so, and across hosts
+// the host whose next request goes first by that rule (with no priority
+// set, pure arrival order, as before priorities existed). Except that a
+// host with perHost requests out (taken by next and not yet started, so
+// parked in the politeness gate) waits while maxOut requests are out in
+// all: a host whose pages link mostly to itself then cannot fill the gate
+// and hold a newly found host's first request behind its own backlog, while
+// a crawl of one host still keeps maxOut of them parked. Pacing is off
+// until the run calls pace; the run reports each start with started. A
+// retry waiting for its not-before time comes back with its priority.
+//
+// What has left the frontier waits in the gate in the order it left, so
+// once a request with a priority other than 0 has come (ranked), a host
+// with perHost requests out waits for their starts whatever the room: a
+// request found later with a higher priority then waits behind at most
+// perHost of its host's, not behind maxOut.
 type memFrontier struct {
 	// mu guards every field below.
 	mu sync.Mutex
@@ -69,13 +79,16 @@ type memFrontier struct {
 	hosts map[string]*hostQueue
 	// under holds the hosts with requests ready and fewer than perHost
 	// out; over those with perHost or more, served only while out <
-	// maxOut. Both are ordered by their first request's arrival.
+	// maxOut. Both are ordered by their next request (pendingReq.first).
 	under, over hostHeap
 	seq         uint32
 	// out counts requests taken and not yet started (pacing only).
 	out int
 	// perHost and maxOut are the pacing bounds (see pace); 0: no pacing.
 	perHost, maxOut int
+	// ranked is set once a request with a priority other than 0 came:
+	// over hosts then wait for their starts.
+	ranked bool
 	// origins are the latest shared parts of compact links (see originFor).
 	origins [originCache]*pendingOrigin
 	delayed delayHeap
@@ -90,8 +103,11 @@ type memFrontier struct {
 	max int
 }
 
-// hostQueue is one host's ready requests in arrival order, and how many of
-// its requests are out.
+// hostQueue is one host's ready requests, and how many of its requests are
+// out. While its requests share one priority (in a crawl that sets none,
+// always) items[head:] is a FIFO in arrival order, pushed and popped in
+// O(1); a request of another priority turns it into a binary heap by
+// pendingReq.first (heaped, head 0) until it is empty again.
 type hostQueue struct {
 	key   string
 	items []pendingReq
@@ -100,22 +116,57 @@ type hostQueue struct {
 	// idx is the queue's index in under or over (see inOver), -1 in none.
 	idx    int
 	inOver bool
+	heaped bool
 }
 
 func (q *hostQueue) len() int { return len(q.items) - q.head }
 
-// push appends p; a queue whose front half is spent moves down instead of
-// growing, so that a host that is never empty stays bounded by its backlog.
-func (q *hostQueue) push(p pendingReq) {
-	if len(q.items) == cap(q.items) && q.head > 0 && q.head*2 >= len(q.items) {
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
+// next is the request pop returns; the queue is not empty.
+func (q *hostQueue) next() *pendingReq { return &q.items[q.head] }
+
+// push adds p; it reports whether p is now the queue's next request, in
+// front of one that was (which moves the queue in its host heap).
+func (q *hostQueue) push(p pendingReq) (newNext bool) {
+	if !q.heaped {
+		if q.len() == 0 || q.items[q.head].prio == p.prio {
+			// A queue whose front half is spent moves down instead of
+			// growing, so that a host that is never empty stays bounded
+			// by its backlog.
+			if len(q.items) == cap(q.items) && q.head > 0 && q.head*2 >= len(q.items) {
+				q.moveDown()
+			}
+			q.items = append(q.items, p)
+			return false
+		}
+		// Items of one priority in arrival order are a heap already.
+		q.moveDown()
+		q.heaped = true
 	}
 	q.items = append(q.items, p)
+	return q.up(len(q.items)-1) == 0
+}
+
+// moveDown moves items[head:] to the front.
+func (q *hostQueue) moveDown() {
+	n := copy(q.items, q.items[q.head:])
+	clear(q.items[n:])
+	q.items, q.head = q.items[:n], 0
 }
 
 func (q *hostQueue) pop() pendingReq {
+	if q.heaped {
+		n := len(q.items) - 1
+		p := q.items[0]
+		q.items[0] = q.items[n]
+		q.items[n] = pendingReq{}
+		q.items = q.items[:n]
+		if n == 0 {
+			q.heaped = false
+		} else {
+			q.down(0)
+		}
+		return p
+	}
 	p := q.items[q.head]
 	q.items[q.head] = pendingReq{}
 	q.head++
@@ -125,17 +176,50 @@ func (q *hostQueue) pop() pendingReq {
 	return p
 }
 
+// up moves the heap's item i toward the root and returns where it ends.
+func (q *hostQueue) up(i int) int {
+	h := q.items
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h[i].first(&h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	return i
+}
+
+// down moves the heap's item i toward the leaves.
+func (q *hostQueue) down(i int) {
+	h := q.items
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && h[r].first(&h[l]) {
+			c = r
+		}
+		if !h[c].first(&h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
 // before reports whether sequence number a came before b; they wrap, and
 // only order hosts (each host's own order is its queue's).
 func before(a, b uint32) bool { return int32(a-b) < 0 }
 
-// hostHeap orders host queues by the arrival of their first request.
+// hostHeap orders host queues by their next request (pendingReq.first).
 type hostHeap []*hostQueue
 
-func (h hostHeap) Len() int { return len(h) }
-func (h hostHeap) Less(i, j int) bool {
-	return before(h[i].items[h[i].head].seq, h[j].items[h[j].head].seq)
-}
+func (h hostHeap) Len() int           { return len(h) }
+func (h hostHeap) Less(i, j int) bool { return h[i].next().first(h[j].next()) }
 func (h hostHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].idx, h[j].idx = i, j
@@ -230,7 +314,7 @@ func (f *memFrontier) forget(q *hostQueue) {
 	}
 }
 
-// enqueue appends p to its host's queue; f.mu is held.
+// enqueue adds p to its host's queue; f.mu is held.
 func (f *memFrontier) enqueue(key string, p pendingReq) {
 	q := f.hosts[key]
 	if q == nil {
@@ -239,9 +323,20 @@ func (f *memFrontier) enqueue(key string, p pendingReq) {
 	}
 	f.seq++
 	p.seq = f.seq
-	q.push(p)
-	if q.len() == 1 {
+	if p.prio != 0 {
+		f.ranked = true
+	}
+	newNext := q.push(p)
+	switch {
+	case q.len() == 1:
 		f.file(q)
+	case newNext && q.idx >= 0:
+		// Its host now goes before where it stood.
+		if q.inOver {
+			heap.Fix(&f.over, q.idx)
+		} else {
+			heap.Fix(&f.under, q.idx)
+		}
 	}
 }
 
@@ -283,14 +378,14 @@ func (f *memFrontier) take() (*Request, time.Time) {
 	now := f.now()
 	for len(f.delayed) > 0 && !f.delayed[0].notBefore.After(now) {
 		req := heap.Pop(&f.delayed).(*Request)
-		f.enqueue(req.URL.Host, pendingReq{full: req})
+		f.enqueue(req.URL.Host, pendingReq{full: req, prio: prio32(req.Priority)})
 	}
 	var q *hostQueue
 	if len(f.under) > 0 {
 		q = f.under[0]
 	}
-	if len(f.over) > 0 && (f.perHost == 0 || f.out < f.maxOut) &&
-		(q == nil || before(f.over[0].items[f.over[0].head].seq, q.items[q.head].seq)) {
+	if len(f.over) > 0 && !f.ranked && (f.perHost == 0 || f.out < f.maxOut) &&
+		(q == nil || f.over[0].next().first(q.next())) {
 		q = f.over[0]
 	}
 	if q != nil {
@@ -385,9 +480,9 @@ func (f *memFrontier) close() []*Request {
 	for _, q := range f.hosts {
 		ready = append(ready, q.items[q.head:]...)
 	}
-	// In the order they came, across hosts as within each.
+	// In the order they would have left, across hosts as within each.
 	slices.SortFunc(ready, func(a, b pendingReq) int {
-		if before(a.seq, b.seq) {
+		if a.first(&b) {
 			return -1
 		}
 		return 1

@@ -103,7 +103,11 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused [
 			for j, i := range plain {
 				data[j] = b.data[i]
 			}
-			if err := f.q.Push(ctx, data...); err != nil {
+			reqs := make([]*Request, len(plain))
+			for j, i := range plain {
+				reqs[j] = b.reqs[i]
+			}
+			if err := f.pushReqs(ctx, reqs, data); err != nil {
 				return err
 			}
 			for _, i := range plain {
@@ -116,10 +120,11 @@ func (f *queueFrontier) storeLinks(ctx context.Context, b *linkBatch) (refused [
 		}
 		keys := make([]uint64, len(checked))
 		data := make([][]byte, len(checked))
+		reqs := make([]*Request, len(checked))
 		for j, i := range checked {
-			keys[j], data[j] = b.reqs[i].visitKey, b.data[i]
+			keys[j], data[j], reqs[j] = b.reqs[i].visitKey, b.data[i], b.reqs[i]
 		}
-		ok, err := storage.PushUnvisited(ctx, f.c.storage(), f.q, keys, data)
+		ok, err := f.pushUnvisited(ctx, f.c.storage(), keys, reqs, data)
 		if err != nil {
 			return err
 		}
@@ -198,6 +203,7 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 		return
 	}
 	links := f.takeLinks(req)
+	f.noteReady(req)
 	f.mu.Lock()
 	delete(f.leased, id)
 	f.done(req)
@@ -439,6 +445,11 @@ func (f *queueFrontier) close() []*Request {
 	ackCtx, cancelAcks := context.WithTimeout(context.Background(), queueStopGrace)
 	f.combineAcks(ackCtx)
 	f.flushAddsAtClose(ackCtx)
+	if f.hosts.hq != nil {
+		// The hosts' next starts since the last lease: a run resumed
+		// from this store waits for them.
+		f.flushReady(ackCtx)
+	}
 	cancelAcks()
 	f.mu.Lock()
 	leased := f.leased

@@ -143,11 +143,11 @@ func (f *queueFrontier) storeEach(ctx context.Context, b *linkBatch, pushed []bo
 		err := f.out.persist(ctx, "push", r, func(ctx context.Context) error {
 			var err error
 			if checked {
-				ok, err = storage.PushUnvisited(ctx, st, f.q, []uint64{r.visitKey}, b.data[i:i+1])
+				ok, err = f.pushUnvisited(ctx, st, []uint64{r.visitKey}, b.reqs[i:i+1], b.data[i:i+1])
 				return err
 			}
 			ok = []bool{true}
-			return f.q.Push(ctx, b.data[i])
+			return f.pushReqs(ctx, b.reqs[i:i+1], b.data[i:i+1])
 		})
 		switch {
 		case errors.Is(err, storage.ErrQueueFull):

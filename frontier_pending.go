@@ -20,7 +20,9 @@ import (
 // itself.
 
 // pendingReq is one request waiting in the in-memory frontier: compact when
-// full is nil, else full is the request.
+// full is nil, else full is the request. It takes 64 bytes: the depth is
+// kept in 16 bits, so that the priority fits beside it (a link deeper than
+// 32,767 waits as itself).
 type pendingReq struct {
 	full   *Request
 	origin *pendingOrigin
@@ -28,10 +30,28 @@ type pendingReq struct {
 	url    string
 	key    uint64
 	id     uint32
-	depth  int32
 	// seq is the frontier's arrival number (see memFrontier.enqueue).
-	seq   uint32
+	seq uint32
+	// prio is the request's Priority, which admission keeps in the int32
+	// range; for a full entry too, so that ordering never dereferences.
+	prio  int32
+	depth int16
 	flags pendingFlags
+}
+
+// first reports whether p leaves the frontier before o: the higher
+// priority, then the earlier arrival.
+func (p *pendingReq) first(o *pendingReq) bool {
+	if p.prio != o.prio {
+		return p.prio > o.prio
+	}
+	return before(p.seq, o.seq)
+}
+
+// prio32 is a Priority as a pendingReq keeps it; admission refuses one
+// outside the int32 range, which is clamped here only to stay defined.
+func prio32(p int) int32 {
+	return int32(min(max(p, math.MinInt32), math.MaxInt32))
 }
 
 // pendingFlags are a compact pendingReq's booleans.
@@ -74,7 +94,7 @@ func compactable(req *Request) bool {
 		req.notBefore.IsZero() && req.robotsWait.IsZero() && !req.sitemap && req.sitemapLevel == 0 &&
 		req.sitemapFor == "" && req.running.Load() == nil && !req.finished.Load() &&
 		req.run == nil && req.root == nil && req.entry.zero() &&
-		req.Depth >= math.MinInt32 && req.Depth <= math.MaxInt32 &&
+		req.Depth >= math.MinInt16 && req.Depth <= math.MaxInt16 &&
 		comparableCtx(req.stdCtx) && compactURL(req.URL)
 }
 
@@ -108,7 +128,7 @@ func compactURL(u *url.URL) bool {
 // origins, which it may extend.
 func (f *memFrontier) compact(req *Request) pendingReq {
 	if !compactable(req) {
-		return pendingReq{full: req}
+		return pendingReq{full: req, prio: prio32(req.Priority)}
 	}
 	p := pendingReq{
 		origin: f.originFor(req),
@@ -116,7 +136,8 @@ func (f *memFrontier) compact(req *Request) pendingReq {
 		url:    req.URL.String(),
 		key:    req.visitKey,
 		id:     req.ID,
-		depth:  int32(req.Depth),
+		prio:   prio32(req.Priority),
+		depth:  int16(req.Depth),
 	}
 	if req.checkRevisit {
 		p.flags |= pendingCheckRevisit
@@ -182,6 +203,7 @@ func (p *pendingReq) request() *Request {
 		Headers:   &h,
 		Ctx:       p.ctx,
 		Depth:     int(p.depth),
+		Priority:  int(p.prio),
 		ID:        p.id,
 		collector: o.collector,
 		stdCtx:    o.stdCtx,
@@ -189,6 +211,7 @@ func (p *pendingReq) request() *Request {
 	}
 	r.parentRun = o.parentRun
 	r.attempt = 1
+	r.prioritized = true
 	r.flightVisit = flightVisit{
 		visitKey:     p.key,
 		checkRevisit: p.flags&pendingCheckRevisit != 0,

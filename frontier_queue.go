@@ -156,6 +156,10 @@ type queueFrontier struct {
 	// budgetNoted is set once the run has logged that MaxRequests is
 	// reached. Only the feeder uses it.
 	budgetNoted bool
+
+	// hosts is set up when the queue is a storage.HostQueue, which leases
+	// by host (see frontier_hosts.go); the look-ahead above is then unused.
+	hosts hostLeasing
 }
 
 // queueEntry is a request's bookkeeping for a queue run (RunQueue): where
@@ -201,6 +205,9 @@ type queueEntry struct {
 	// aheadHost is the host this request was counted under in the queue
 	// look-ahead (its URL may change with redirects).
 	aheadHost string
+	// hostReady is its host's ready time as a HostQueue stored it when
+	// the entry was leased: the gate starts it no sooner (Gate.PutAfter).
+	hostReady time.Time
 }
 
 func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *queueFrontier {
@@ -216,6 +223,7 @@ func newQueueFrontier(c *Collector, cfg *config, q storage.Queue, workers int) *
 	if n, ok := q.(storage.QueueNotifier); ok {
 		f.notify = n.Notify()
 	}
+	f.initHosts(q)
 	return f
 }
 
@@ -251,7 +259,9 @@ func (f *queueFrontier) push(ctx context.Context, req *Request, _ time.Time) err
 		return nil
 	}
 	if err == nil {
-		err = f.out.persist(ctx, "push", req, func(ctx context.Context) error { return f.q.Push(ctx, data) })
+		err = f.out.persist(ctx, "push", req, func(ctx context.Context) error {
+			return f.pushReqs(ctx, []*Request{req}, [][]byte{data})
+		})
 	}
 	if err != nil && dedupe {
 		f.mu.Lock()
@@ -283,6 +293,7 @@ func (f *queueFrontier) retry(ctx context.Context, req *Request, notBefore time.
 	if err != nil {
 		return err
 	}
+	f.noteReady(req)
 	f.mu.Lock()
 	delete(f.leased, req.entry.leaseID)
 	f.done(req)
@@ -333,6 +344,9 @@ func (f *queueFrontier) room() bool {
 	if len(f.buf) > 0 || f.inflight < f.base {
 		return true
 	}
+	if f.hosts.hq != nil {
+		return f.inflight < f.hostRoomLocked()
+	}
 	return f.inflight < f.limitLocked() && f.surplus < f.surplusBudget() && f.streak < f.streakLimit()
 }
 
@@ -355,7 +369,9 @@ func (f *queueFrontier) leaseSize() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	room := f.base - f.inflight
-	if budget := min(f.surplusBudget()-f.surplus, f.streakLimit()-f.streak); budget > 0 {
+	if f.hosts.hq != nil {
+		room = f.hostRoomLocked() - f.inflight
+	} else if budget := min(f.surplusBudget()-f.surplus, f.streakLimit()-f.streak); budget > 0 {
 		// Each entry adds at most one to surplus and to streak, so the
 		// batch cannot overshoot either.
 		room = max(room, min(f.limitLocked()-f.inflight, budget))
@@ -496,7 +512,13 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 		if err := f.reclaimLost(ctx); err != nil {
 			return nil, err
 		}
-		es, err := f.q.Lease(ctx, n, queueLeaseTTL)
+		var es []storage.Entry
+		var err error
+		if f.hosts.hq != nil {
+			es, err = f.leaseHosts(ctx, n)
+		} else {
+			es, err = f.q.Lease(ctx, n, queueLeaseTTL)
+		}
 		if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
 			f.reclaim = true
 			return nil, err
@@ -530,6 +552,7 @@ func (f *queueFrontier) lease(ctx context.Context) (*Request, error) {
 	}
 	admitted = true
 	req.entry.leaseID = e.ID
+	req.entry.hostReady = e.HostReady
 	f.mu.Lock()
 	f.leased[e.ID] = req
 	f.count(req)

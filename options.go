@@ -273,24 +273,32 @@ func MaxParked(n int) CollectorOption {
 }
 
 // QueueLookahead caps how many queue entries a queue run (queue.Run,
-// RunQueue) holds leased and unfinished. By default the cap is
+// RunQueue) holds leased and unfinished.
+//
+// Over a queue that leases by host (storage.HostQueue: the in-memory
+// queue, sqlitestore and redisstore), the storage hands out only entries
+// whose host may start within a second and holds few of them leased (twice
+// the most requests in flight the limits allow a host), so every entry in
+// hand is one its host starts soon and no look-ahead is guessed: the cap
+// is only a guard on memory, 65,536 by default, n when set.
+//
+// Over a FIFO queue (a Colly queue storage), the default cap is
 // DefaultQueueLookahead (512), or 32 for each host with entries in hand
 // when that is more, up to 65,536: a crawl of thousands of hosts with a
 // Delay must lease far past the head of the queue to keep them all
-// started. Set, the cap is n, fixed.
+// started. Set, the cap is n, fixed. Without look-ahead, the entries at
+// the head of the queue, all for a few hosts waiting out their Delay,
+// would leave the other hosts idle; with it the run leases on while the
+// entries it finds are for hosts that have too little work, and stops once
+// they keep finding hosts that have enough (a frontier dominated by one
+// host holds about 4 entries per thread; a consumer sharing a queue with
+// others takes no more than it can start soon), until a request finishes
+// or 100 ms pass with none finished (the requests in hand may all be
+// waiting out a long Delay). The look-ahead beyond 2 per thread needs a
+// queue storage that renews leases (storage.LeaseRenewer).
 //
-// Without look-ahead, the entries at the head of the queue, all for a few
-// hosts waiting out their Delay, would leave the other hosts idle; with it
-// the run leases on while the entries it finds are for hosts that have too
-// little work, and stops once they keep finding hosts that have enough (a
-// frontier dominated by one host holds about 4 entries per thread; a
-// consumer sharing a queue with others takes no more than it can start
-// soon), until a request finishes or 100 ms pass with none finished (the
-// requests in hand may all be waiting out a long Delay). Held entries are
-// renewed every third of their lease, so none expires while it waits. The
-// look-ahead beyond 2 per thread needs a queue storage that renews leases
-// (storage.LeaseRenewer: the in-memory queue, sqlitestore and redisstore
-// do). n <= 0 keeps the default.
+// Held entries are renewed every third of their lease, so none expires
+// while it waits. n <= 0 keeps the default.
 func QueueLookahead(n int) CollectorOption {
 	return func(c *Collector) {
 		if n > 0 {

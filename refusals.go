@@ -8,7 +8,7 @@ import (
 // RefusedCallback is called with a request that was refused before it was
 // sent (domain, URL filter, depth, robots.txt, already visited, MaxRequests,
 // MaxRequestsPerHost, scheme, invalid URL, full queue, stopped crawl,
-// blocked host) and the typed error that says why; Visit returns the same
+// blocked host, priority out of range) and the typed error that says why; Visit returns the same
 // error.
 type RefusedCallback func(*Request, error)
 
@@ -38,6 +38,7 @@ const (
 	RefusedSitemapNesting    = "sitemap_nesting"
 	RefusedSitemapScope      = "sitemap_scope"
 	RefusedBlocked           = "blocked"
+	RefusedPriority          = "priority"
 )
 
 // refusalReasons maps each refusal sentinel to its reason, in the order
@@ -64,6 +65,7 @@ var refusalReasons = []struct {
 	{ErrSitemapNesting, RefusedSitemapNesting},
 	{ErrSitemapOutOfScope, RefusedSitemapScope},
 	{ErrHostBlocked, RefusedBlocked},
+	{ErrPriorityRange, RefusedPriority},
 }
 
 // refusalReason names the refusal err is, or returns "" for an error that is
@@ -95,7 +97,8 @@ type refusalCounts struct {
 // refusalKeys are the reasons in Stats order.
 var refusalKeys = [...]string{RefusedDomain, RefusedURLFilter, RefusedDepth, RefusedRobots, RefusedRobotsUnavailable,
 	RefusedVisited, RefusedMaxRequests, RefusedScheme, RefusedInvalidURL, RefusedQueueFull, RefusedStopped, RefusedPrivateNetwork, RefusedFrontierFull,
-	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue, RefusedHostBudget, RefusedBlocked}
+	RefusedSitemapNesting, RefusedSitemapScope, RefusedNotDue, RefusedHostBudget, RefusedBlocked,
+	RefusedPriority}
 
 func (rc *refusalCounts) add(reason string) {
 	for i, k := range refusalKeys {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/magpiecrawl/magpie/internal/urlkey"
+	"github.com/magpiecrawl/magpie/storage"
 )
 
 // Request is one HTTP request of a crawl, as callbacks see it. Fields may be
@@ -45,6 +46,18 @@ type Request struct {
 	ID uint32
 	// ProxyURL is the proxy the request went through, set after the fetch.
 	ProxyURL string
+	// Priority orders the requests waiting in the frontier: higher first,
+	// as Scrapy's Request.priority; requests of equal priority keep the
+	// order they came in. It is 0 unless set: a request made with New and
+	// sent with Do, or given to queue.AddRequest, may set its own; a link
+	// made by Request.Visit (and its kin) starts at 0, not at its parent's.
+	// When the request is admitted, the crawl order (BreadthFirst,
+	// DepthFirst) and then the Prioritize hook decide its final value,
+	// which callbacks then read; changing it later (in OnRequest, say) has
+	// no effect on the order. It must fit in an int32: admission refuses a
+	// request whose priority does not with an error wrapping
+	// ErrPriorityRange. A retry keeps its request's priority.
+	Priority int
 
 	collector *Collector
 	// abort is set by Abort from a callback.
@@ -267,6 +280,8 @@ func (r *Request) retryCopy() (*Request, error) {
 		parentURL:                 r.parentURL,
 	}
 	n.attempt = r.attempt + 1
+	// A retry waits with the priority its request was admitted with.
+	n.Priority, n.prioritized = r.Priority, true
 	n.robotsWait = r.robotsWait
 	n.flightSitemap = r.flightSitemap
 	n.visitKey = r.visitKey
@@ -315,13 +330,16 @@ type serializableRequest struct {
 	Sitemap                   bool              `json:",omitempty"`
 	SitemapLevel              int               `json:",omitempty"`
 	SitemapFor                string            `json:",omitempty"`
+	// Priority is Request.Priority; entries written before it existed
+	// have none and decode at 0.
+	Priority int `json:",omitempty"`
 }
 
 // Marshal encodes the request as JSON for a queue: URL, method, depth, body,
-// Context (string values only; others are dropped), headers, host and what
-// the engine needs to resume it; empty fields and a GET method are left out,
-// and so is the ID, which UnmarshalRequest assigns afresh (as Colly's does).
-// The body stays readable afterwards.
+// Context (string values only; others are dropped), headers, host,
+// priority and what the engine needs to resume it; empty fields and a GET
+// method are left out, and so is the ID, which UnmarshalRequest assigns
+// afresh (as Colly's does). The body stays readable afterwards.
 func (r *Request) Marshal() ([]byte, error) {
 	body := r.bodyBytes
 	if body == nil && r.Body != nil {
@@ -369,7 +387,7 @@ func (r *Request) Marshal() ([]byte, error) {
 		Headers: h, Host: r.Host, ResponseCharacterEncoding: r.ResponseCharacterEncoding,
 		Attempt: r.attempt, CheckRevisit: r.checkRevisit, Admitted: r.entry.admitted,
 		Marked: r.marked, Parent: r.parentURL, Sitemap: r.sitemap,
-		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor,
+		SitemapLevel: r.sitemapLevel, SitemapFor: r.sitemapFor, Priority: r.Priority,
 	})
 	if err != nil {
 		return nil, err
@@ -385,6 +403,9 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 	u, err := url.Parse(sr.URL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUndecodableRequest, err)
+	}
+	if err := storage.CheckPriority(sr.Priority); err != nil {
+		return nil, fmt.Errorf("%w: Priority %d: %w", ErrUndecodableRequest, sr.Priority, err)
 	}
 	ctx := NewContext()
 	for k, v := range sr.Ctx {
@@ -402,7 +423,7 @@ func (c *Collector) unmarshalRequest(data []byte) (*Request, error) {
 		URL: u, Method: method, Depth: sr.Depth, Headers: &h, Host: sr.Host, Ctx: ctx,
 		ResponseCharacterEncoding: sr.ResponseCharacterEncoding,
 		ID:                        c.nextID.Add(1), collector: c, stdCtx: c.Context,
-		parentURL: sr.Parent,
+		parentURL: sr.Parent, Priority: sr.Priority,
 	}
 	r.attempt = max(sr.Attempt, 1)
 	r.checkRevisit = sr.CheckRevisit

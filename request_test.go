@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,7 +68,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	ctx := NewContext()
 	ctx.Put("k", "v")
 	h := http.Header{"X-A": {"1"}}
-	r := &Request{URL: mustParse(t, "http://h/p?q=1"), Method: "POST", Depth: 3, Body: strings.NewReader("body"), Ctx: ctx, Headers: &h, Host: "vh"}
+	r := &Request{URL: mustParse(t, "http://h/p?q=1"), Method: "POST", Depth: 3, Body: strings.NewReader("body"), Ctx: ctx, Headers: &h, Host: "vh", Priority: -12}
 	b, err := r.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 	body, _ := io.ReadAll(u.Body)
 	if u.URL.String() != r.URL.String() || u.Method != "POST" || u.Depth != 3 || string(body) != "body" ||
-		u.Ctx.Get("k") != "v" || u.Headers.Get("X-A") != "1" || u.Host != "vh" {
+		u.Ctx.Get("k") != "v" || u.Headers.Get("X-A") != "1" || u.Host != "vh" || u.Priority != -12 {
 		t.Errorf("UnmarshalRequest = %+v, want the marshalled request", u)
 	}
 	if _, err := c.UnmarshalRequest([]byte("{")); !errors.Is(err, ErrUndecodableRequest) {
@@ -330,11 +331,12 @@ func TestMarshalCompact(t *testing.T) {
 	r.bodyBytes = []byte{}
 	r.checkRevisit, r.entry.admitted, r.marked, r.attempt = true, true, true, 2
 	r.parentURL = "http://h/"
+	r.Priority = 5
 	b, err = r.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"URL":"http://h/p?a=1&b=2","Method":"POST","Depth":1,"Body":"","Attempt":2,"CheckRevisit":true,"Admitted":true,"Marked":true,"Parent":"http://h/"}`; string(b) != want {
+	if want := `{"URL":"http://h/p?a=1&b=2","Method":"POST","Depth":1,"Body":"","Attempt":2,"CheckRevisit":true,"Admitted":true,"Marked":true,"Parent":"http://h/","Priority":5}`; string(b) != want {
 		t.Errorf("Marshal() = %s, want %s", b, want)
 	}
 }
@@ -352,7 +354,7 @@ func TestUnmarshalEarlierEntry(t *testing.T) {
 	}
 	if r.URL.String() != "http://127.0.0.1:8080/p/12?x=1" || r.Method != http.MethodGet || r.Depth != 2 || r.Body != nil ||
 		r.Ctx.Get("k") != "v" || !slices.Equal(r.Headers.Values("X-A"), []string{"1", "2"}) || r.Host != "" ||
-		!r.checkRevisit || r.ParentURL() != "http://127.0.0.1:8080/" || r.attempt != 1 || r.ID == 4711 {
+		!r.checkRevisit || r.ParentURL() != "http://127.0.0.1:8080/" || r.attempt != 1 || r.ID == 4711 || r.Priority != 0 {
 		t.Errorf("UnmarshalRequest(earlier entry) = %+v", r)
 	}
 	b, err := r.Marshal()
@@ -372,6 +374,37 @@ func TestUnmarshalEarlierEntry(t *testing.T) {
 	}
 }
 
+// TestUnmarshalPriority: an entry's priority decodes as written, an entry
+// without one (written before priorities) at 0, and one outside the int32
+// range, which no store keeps, is refused as undecodable.
+func TestUnmarshalPriority(t *testing.T) {
+	c := NewCollector()
+	tests := []struct {
+		entry string
+		want  int
+		err   error
+	}{
+		{`{"URL":"http://h/","Depth":1,"Priority":2147483647}`, math.MaxInt32, nil},
+		{`{"URL":"http://h/","Depth":1,"Priority":-2147483648}`, math.MinInt32, nil},
+		{`{"URL":"http://h/","Depth":1}`, 0, nil},
+		{`{"URL":"http://h/","Method":"GET","Depth":1,"Body":null,"ID":3,"Ctx":{},"Headers":{},"Host":""}`, 0, nil},
+		{`{"URL":"http://h/","Depth":1,"Priority":2147483648}`, 0, ErrPriorityRange},
+		{`{"URL":"http://h/","Depth":1,"Priority":-2147483649}`, 0, ErrPriorityRange},
+	}
+	for _, tt := range tests {
+		r, err := c.UnmarshalRequest([]byte(tt.entry))
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) || !errors.Is(err, ErrUndecodableRequest) {
+				t.Errorf("UnmarshalRequest(%s) error = %v, want ErrUndecodableRequest and %v", tt.entry, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || r.Priority != tt.want {
+			t.Errorf("UnmarshalRequest(%s) = Priority %v, %v; want %d", tt.entry, r, err, tt.want)
+		}
+	}
+}
+
 // TestMarshalRoundTripOddStrings checks that an entry whose strings hold
 // quotes, control characters, U+2028 and non-ASCII decodes to the request
 // it was made from (non-string Context values are dropped).
@@ -384,7 +417,7 @@ func TestMarshalRoundTripOddStrings(t *testing.T) {
 	h := http.Header{"X-Odd": {odd, ""}, "X-Empty": {}}
 	r := &Request{
 		URL: mustParse(t, "http://h/p%20q?x=%C3%A9&y=<z>"), Method: "PUT", Depth: -3, Ctx: ctx, Headers: &h,
-		Host: odd, ResponseCharacterEncoding: "iso-8859-1", bodyBytes: []byte("\x00\xffbin"),
+		Host: odd, ResponseCharacterEncoding: "iso-8859-1", bodyBytes: []byte("\x00\xffbin"), Priority: math.MinInt32,
 	}
 	r.sitemap, r.sitemapLevel, r.sitemapFor = true, 2, odd
 	r.parentURL = odd
@@ -399,7 +432,8 @@ func TestMarshalRoundTripOddStrings(t *testing.T) {
 	if got.URL.String() != r.URL.String() || got.Method != "PUT" || got.Depth != -3 || got.Host != odd ||
 		got.ResponseCharacterEncoding != "iso-8859-1" || string(got.bodyBytes) != "\x00\xffbin" ||
 		got.Ctx.Get("k") != odd || got.Ctx.Get(odd) != "v" || got.Ctx.GetAny("n") != nil ||
-		!reflect.DeepEqual(*got.Headers, h) || got.parentURL != odd || !got.sitemap || got.sitemapLevel != 2 || got.sitemapFor != odd {
+		!reflect.DeepEqual(*got.Headers, h) || got.parentURL != odd || !got.sitemap || got.sitemapLevel != 2 || got.sitemapFor != odd ||
+		got.Priority != math.MinInt32 {
 		t.Errorf("round trip of %q gave %+v", b, got)
 	}
 }

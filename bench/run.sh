@@ -82,7 +82,40 @@
 # cores can crawl; BROAD_DELAY_MS=2000 brings it within their reach). Each size raises the open-file limit to
 # 2 × hosts + 4096 when it can (the crawler's idle connections, one per
 # host, and the site's ends of them) and says so when it cannot (bench/broad.sh
-# runs the sizes of issue 29).
+# runs the sizes of issue 29). magpie's crawlers run with -sample
+# $BROAD_SAMPLE (default 500ms): the table's "most leased / parked" is the
+# most queue entries the run held leased and requests parked in the gate at
+# one reading (– leased for the async collector, which has no queue).
+#
+# The priority scenario (SCENARIOS=priority, opt-in; issue 39) crawls a
+# site of $PRIO_HOSTS hosts (default 4) × $PRIO_PAGES pages (default 5,000;
+# QUICK: 1,000) whose links carry their page's rank (site -rank), with
+# $PRIO_P threads (default 8) and no Delay, until it stops after
+# $PRIO_N requests (default 500; QUICK: 100), once per way of stopping in
+# $PRIO_STOPS (default "max-requests stop-after": MaxRequests, or the
+# crawl's context ended once it has N pages), by each crawler of
+# $PRIO_IMPLS (default "magpie-async magpie-queue magpie-queue-sqlite
+# magpie-queue-redis", each with IMPL@old when OLD_REF is set), each with
+# -prioritize (Prioritize ranks a link by its URL's rank; order=rank) and
+# without (order=none, the baseline; an old tree without Prioritize runs
+# this one only). The site reports the share of the N highest-ranked
+# pages the crawl knew that it fetched; -ideal-rank gives the share of a
+# best-first and of a rank-blind crawl of N pages one at a time.
+#
+# The ip scenario (SCENARIOS=ip, opt-in; issue 39) serves $IP_HOSTS hosts
+# (default 100) on as many ports of 127.0.0.1, $IP_PAGES pages each (default
+# 5; QUICK: 2), recording page starts by address (site -addr-gap), and
+# crawls it with Delay $IP_DELAY_MS ms (default 50), Parallelism 1 and
+# $IP_P workers (default 8), -politeness ip (PolitenessBy(PolitenessIP); an
+# old tree without it runs per host), by each crawler of $IP_IMPLS (the
+# default of PRIO_IMPLS, with IMPL@old). The table gives the smallest gap
+# between two page starts at the address and the gaps shorter than the
+# Delay, in the worst run (want none).
+#
+# Trees older than Prioritize or PolitenessBy (the new tree or OLD_REF's)
+# are built with the magpie_noprio or magpie_nopoliteness tag (found by
+# grepping the tree), so the crawlers build from any of them; "-features"
+# says which the binary has.
 #
 # A full run is sized for about 20 minutes on 2 idle cores (QUICK timings on a
 # loaded shared machine extrapolate to 25-40 min there); the one exception to
@@ -112,6 +145,9 @@ if [[ $QUICK == 1 ]]; then
 	I20_RSS_PAGES=${I20_RSS_PAGES:-10000}
 	BROAD_HOSTS=${BROAD_HOSTS:-200}
 	BROAD_PAGES=${BROAD_PAGES:-10}
+	PRIO_PAGES=${PRIO_PAGES:-1000}
+	PRIO_N=${PRIO_N:-100}
+	IP_PAGES=${IP_PAGES:-2}
 else
 	RUNS=${RUNS:-3}
 	TP_PAGES=${TP_PAGES:-20000}
@@ -128,7 +164,19 @@ else
 	I20_RSS_PAGES=${I20_RSS_PAGES:-200000}
 	BROAD_HOSTS=${BROAD_HOSTS:-"200 2000"}
 	BROAD_PAGES=${BROAD_PAGES:-50}
+	PRIO_PAGES=${PRIO_PAGES:-5000}
+	PRIO_N=${PRIO_N:-500}
+	IP_PAGES=${IP_PAGES:-5}
 fi
+BROAD_SAMPLE=${BROAD_SAMPLE:-500ms}
+PRIO_HOSTS=${PRIO_HOSTS:-4}
+PRIO_P=${PRIO_P:-8}
+PRIO_STOPS=${PRIO_STOPS:-"max-requests stop-after"}
+PRIO_IMPLS=${PRIO_IMPLS:-"magpie-async magpie-queue magpie-queue-sqlite magpie-queue-redis"}
+IP_HOSTS=${IP_HOSTS:-100}
+IP_DELAY_MS=${IP_DELAY_MS:-50}
+IP_P=${IP_P:-8}
+IP_IMPLS=${IP_IMPLS:-$PRIO_IMPLS}
 BROAD_IMPLS=${BROAD_IMPLS:-"raw colly-async magpie-async"}
 BROAD_DELAY_MS=${BROAD_DELAY_MS:-200} # the per-host Delay of the broad scenario, in ms
 I20_P=${I20_P:-64}
@@ -168,9 +216,20 @@ go build -o "$bin/" ./cmd/site ./cmd/report ./cmd/crawl
 # magpie and Colly need incompatible gobwas/glob versions, so the magpie
 # crawlers are a second binary built from their own module.
 all_impls=$("$bin/crawl" -list)
+# magpie_tags TREE — the build tags of the crawlers for the magpie tree at
+# TREE: one per option they use that the tree does not have yet.
+magpie_tags() {
+	local tags=""
+	grep -qs '^func Prioritize(' "$1"/*.go || tags="$tags magpie_noprio"
+	grep -qs '^func PolitenessBy(' "$1"/*.go || tags="$tags magpie_nopoliteness"
+	echo $tags
+}
+new_features="" old_features=""
 if [[ $MAGPIE == 1 ]]; then
-	(cd magpie && go build -o "$bin/crawl-magpie" .)
+	new_tags=$(magpie_tags "$here/..")
+	(cd magpie && go build -tags "$new_tags" -o "$bin/crawl-magpie" .)
 	all_impls="$all_impls $("$bin/crawl-magpie" -list | tr ' ' '\n' | grep '^magpie-' | tr '\n' ' ')"
+	new_features=$("$bin/crawl-magpie" -features)
 fi
 if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 	# The old library under today's crawl code: the crawlers use only
@@ -183,9 +242,17 @@ if [[ -n $OLD_REF && $MAGPIE == 1 ]]; then
 	# OLD_TAGS: the old tree's build tags; magpie_old leaves out the
 	# StreamHTML and ReuseBody crawlers, for a tree from before StreamHTML,
 	# magpie_noreuse the ReuseBody ones only ("" keeps both).
-	(cd "$bin/old/bench/magpie" && go build -tags "${OLD_TAGS-magpie_old}" -o "$bin/crawl-magpie-old" .)
+	old_tags="${OLD_TAGS-magpie_old} $(magpie_tags "$bin/old")"
+	(cd "$bin/old/bench/magpie" && go build -tags "$old_tags" -o "$bin/crawl-magpie-old" .)
 	all_impls="$all_impls $("$bin/crawl-magpie-old" -list | tr ' ' '\n' | grep '^magpie-' | sed 's/$/@old/' | tr '\n' ' ')"
+	old_features=$("$bin/crawl-magpie-old" -features)
 fi
+# has_feature IMPL FEATURE — whether IMPL's binary has FEATURE (-features).
+has_feature() {
+	local f=$new_features
+	[[ $1 == *@old ]] && f=$old_features
+	[[ " $f " == *" $2 "* ]]
+}
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
 # issue 20's Colly-idiom queue crawlers (*-queue-add*) to its scenario.
@@ -261,6 +328,8 @@ crawl() {
 	fi
 	local extra=()
 	[[ $run_impl == magpie-queue-redis || $run_impl == magpie-queue-add-redis ]] && extra=(-redis "$redis_addr")
+	# The flags a scenario gives magpie's crawlers only (magpie_flags).
+	[[ $run_impl == magpie-* ]] && extra+=("${magpie_flags[@]}")
 	# The load on a shared machine, for the issue 20 section.
 	[[ $scenario == issue20* ]] && cut -d' ' -f1 /proc/loadavg >>"$bin/i20-load"
 	res=$(timeout "$CRAWL_TIMEOUT" "$cmd" -impl "$run_impl" -url "$base/" "${extra[@]}" "$@" || true)
@@ -421,12 +490,57 @@ issue20_scenario() {
 	i20_wall=$((SECONDS - t0))
 }
 
+# priority_scenario — see the header.
+priority_scenario() {
+	local site_flags=(-hosts "$PRIO_HOSTS" -pages "$PRIO_PAGES" -size 4 -links 10 -rank)
+	start_site "${site_flags[@]}"
+	crawl_extra="\"ideal_rank\":$("$bin/site" "${site_flags[@]}" -ideal-rank "$PRIO_N"),"
+	local run stop impl order
+	for run in $(seq "$RUNS"); do
+		for stop in $PRIO_STOPS; do
+			for impl in $(i20_impls "$PRIO_IMPLS"); do
+				for order in rank none; do
+					# A tree without Prioritize has only the baseline.
+					[[ $order == rank ]] && ! has_feature "$impl" priority && continue
+					magpie_flags=("-$stop" "$PRIO_N")
+					[[ $order == rank ]] && magpie_flags+=(-prioritize)
+					crawl priority "${PRIO_HOSTS}h×${PRIO_PAGES}p P=$PRIO_P N=$PRIO_N stop=$stop order=$order" 0 "$run" "$impl" \
+						-p "$PRIO_P" -hosts "${bases// /,}"
+				done
+			done
+		done
+	done
+	crawl_extra="" magpie_flags=()
+}
+
+# ip_scenario — see the header.
+ip_scenario() {
+	start_site -hosts "$IP_HOSTS" -pages "$IP_PAGES" -size 4 -links 10 -addr-gap "${IP_DELAY_MS}ms"
+	local run impl pol
+	for run in $(seq "$RUNS"); do
+		for impl in $(i20_impls "$IP_IMPLS"); do
+			# A tree without PolitenessBy is polite per host (its table
+			# row says so).
+			pol=ip magpie_flags=(-politeness ip)
+			has_feature "$impl" politeness || pol="" magpie_flags=()
+			crawl_extra="\"politeness\":\"$pol\","
+			crawl ip "${IP_HOSTS} ports of 127.0.0.1 × ${IP_PAGES}p delay=${IP_DELAY_MS}ms hostpar=1 P=$IP_P" 0 "$run" "$impl" \
+				-p "$IP_P" -host-par 1 -delay "${IP_DELAY_MS}ms" -hosts "${bases// /,}"
+		done
+	done
+	crawl_extra="" magpie_flags=()
+}
+
 # The queue-on-Redis crawlers need a Redis server in every scenario.
 redis_addr=""
+# scenario_impls SCENARIO LIST — LIST when SCENARIO is to run.
+scenario_impls() { [[ " $SCENARIOS " == *" $1 "* ]] && echo "$2" || true; }
 if [[ " $IMPLS " == *" magpie-queue-redis"* || " $IMPLS " == *" magpie-queue-add-redis"* ]] ||
-	[[ " $SCENARIOS " == *" issue20 "* && " $(i20_impls "$I20_IMPLS $I20_RSS_IMPLS") " == *-redis* ]]; then
+	[[ " $SCENARIOS " == *" issue20 "* && " $(i20_impls "$I20_IMPLS $I20_RSS_IMPLS") " == *-redis* ]] ||
+	[[ " $(scenario_impls broad "$BROAD_IMPLS") $(scenario_impls priority "$PRIO_IMPLS") $(scenario_impls ip "$IP_IMPLS") " == *-redis* ]]; then
 	start_redis
 fi
+magpie_flags=()
 
 for sc in $SCENARIOS; do
 	case $sc in
@@ -479,6 +593,7 @@ for sc in $SCENARIOS; do
 			# The ideal with links (cmd/site/ideal.go), robots.txt a turn and free.
 			ideal_flags=(-hosts "$hosts" -robots -pages "$pages" -size 16 -links 10 -ideal "${BROAD_DELAY_MS}ms")
 			crawl_extra="\"ideal_links\":$("$bin/site" "${ideal_flags[@]}"),\"ideal_links_free\":$("$bin/site" "${ideal_flags[@]}" -ideal-robots-free),"
+			magpie_flags=(-sample "$BROAD_SAMPLE")
 			for run in $(seq "$RUNS"); do
 				for impl in $BROAD_IMPLS; do
 					[[ " $all_impls " == *" $impl "* ]] || continue
@@ -486,8 +601,16 @@ for sc in $SCENARIOS; do
 						-p 64 -host-par 1 -delay "${BROAD_DELAY_MS}ms" -robots -hosts "@$bin/broad-hosts"
 				done
 			done
-			crawl_extra=""
+			crawl_extra="" magpie_flags=()
 		done
+		;;
+	priority)
+		[[ $MAGPIE == 1 ]] || { echo "the priority scenario needs MAGPIE=1" >&2; exit 2; }
+		priority_scenario
+		;;
+	ip)
+		[[ $MAGPIE == 1 ]] || { echo "the ip scenario needs MAGPIE=1" >&2; exit 2; }
+		ip_scenario
 		;;
 	*)
 		echo "unknown scenario $sc" >&2

@@ -113,6 +113,15 @@ func (g *Gate[T]) init() {
 // ErrClosed, or for a name PolitenessIP cannot resolve an error wrapping
 // ErrResolve, when it gives up (v is then not parked).
 func (g *Gate[T]) Put(ctx context.Context, host string, v T) error {
+	return g.PutAfter(ctx, host, v, time.Time{})
+}
+
+// PutAfter is Put with a time before which the host starts nothing: the
+// host's next start becomes notBefore if that is later. A queue run gives
+// it the ready time a shared store keeps for the host (set by this run
+// before a crash, or by another consumer), so that a host is not fetched
+// sooner than its Delay allows across processes.
+func (g *Gate[T]) PutAfter(ctx context.Context, host string, v T, notBefore time.Time) error {
 	g.mu.Lock()
 	g.init()
 	k := slotKey{key: host}
@@ -144,6 +153,10 @@ func (g *Gate[T]) Put(ctx context.Context, host string, v T) error {
 	}
 	c := g.clock()
 	h := g.hostFor(k, host, c)
+	later := notBefore.After(h.nextStart)
+	if later {
+		h.nextStart = notBefore
+	}
 	if h.q.len() == 0 {
 		g.queued++
 		// The room grew: another Put waiting for it may go on.
@@ -152,7 +165,7 @@ func (g *Gate[T]) Put(ctx context.Context, host string, v T) error {
 	g.seq++
 	h.q.push(item[T]{v: v, seq: g.seq})
 	g.parked++
-	if h.q.len() == 1 || h.ver != g.lim.version.Load() {
+	if h.q.len() == 1 || later || h.ver != g.lim.version.Load() {
 		g.place(h, c)
 		if h.at == inReady || h.at == inTimed {
 			wake(&g.getWake)
@@ -585,6 +598,7 @@ type releaser interface {
 	release(*Ticket, Result)
 	sent(*Ticket, time.Time)
 	addr(*Ticket) netip.Addr
+	nextStart(*Ticket) time.Time
 }
 
 // Ticket is a started request's claim on its host; call Done once the
@@ -653,6 +667,25 @@ func (g *Gate[T]) addr(t *Ticket) netip.Addr {
 		return j.addr
 	}
 	return netip.Addr{}
+}
+
+// NextStart returns the earliest moment the request's host may start
+// another request, as far as its Delay, Retry-After and back-off say
+// (Parallelism aside): read after Done, it is what a queue run stores as
+// the host's ready time. The zero time for a nil Ticket.
+func (t *Ticket) NextStart() time.Time {
+	if t == nil || t.g == nil {
+		return time.Time{}
+	}
+	return t.g.nextStart(t)
+}
+
+// nextStart implements releaser.
+func (g *Gate[T]) nextStart(t *Ticket) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := t.h.(*host[T])
+	return later(h.nextStart, h.hold)
 }
 
 // HasGap reports whether the request's host had a gap (a delay) at its

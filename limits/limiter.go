@@ -240,6 +240,39 @@ func (l *Limiter) HostBudget(host string) int {
 	return e.budget
 }
 
+// MostParallel returns the most requests in flight any host may have
+// under the rules: the largest Parallelism of a rule, 1 for a rule with a
+// delay and no Parallelism, and unmatched (what the caller allows a host
+// no rule matches; 0 for no limit) when probe, a host name no rule should
+// single out, matches no rule. 0 means some host has no limit. A queue
+// run leases at most twice this many entries of one host.
+func (l *Limiter) MostParallel(probe string, unmatched int) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	most, covered := 0, false
+	for _, e := range l.entries {
+		p := e.par
+		if p <= 0 && (e.delay > 0 || e.random > 0 || e.auto) {
+			p = 1
+		}
+		if p <= 0 && !e.auto {
+			return 0
+		}
+		most = max(most, p)
+		if e.m.match(probe) {
+			covered = true
+			break // later rules never apply to a host this one matches
+		}
+	}
+	if !covered {
+		if unmatched <= 0 {
+			return 0
+		}
+		most = max(most, unmatched)
+	}
+	return most
+}
+
 // Rules returns the rules in order, as added.
 func (l *Limiter) Rules() []*Rule {
 	l.mu.RLock()

@@ -127,7 +127,10 @@ func (q *Queue) AddURL(u string) error {
 // or without a host.
 //
 // Outside Run it pushes r at once and returns ErrQueueFull when the storage
-// is full. During this Queue's Run (from its callbacks, typically) r joins
+// is full; a storage that leases by host (storage.HostQueue) gets r's host
+// and r.Priority with it (an error wrapping magpie.ErrPriorityRange for a
+// priority outside the int32 range). A Prioritize hook runs at admission,
+// so it ranks the links of the run, not what was added before it. During this Queue's Run (from its callbacks, typically) r joins
 // the links of the pages being crawled: it is checked against the visited
 // set and pushed with them in one round trip, before any page that
 // finishes after the call is acknowledged, so a crash loses nothing. A
@@ -154,6 +157,10 @@ func (q *Queue) AddRequest(r *magpie.Request) error {
 	data, err := r.Marshal()
 	if err != nil {
 		return fmt.Errorf("queue: marshal request: %w", err)
+	}
+	if hq, ok := q.storage.(storage.HostQueue); ok {
+		// Leased by host and priority, as the run pushes its links.
+		return hq.PushHosted(context.Background(), storage.HostEntry{Host: r.URL.Host, Priority: r.Priority, Data: data})
 	}
 	return q.storage.Push(context.Background(), data)
 }

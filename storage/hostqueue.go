@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -10,9 +11,12 @@ import (
 // HostEntry is an entry to push to a HostQueue: the payload (a marshalled
 // Request), the host it is leased under, and its priority.
 type HostEntry struct {
-	// Host is the politeness key the entry is leased under: a request's
-	// host:port, or its registrable domain under PolitenessBy(Domain).
-	// Entries pushed with Queue.Push have the host "", a host like any other.
+	// Host is the key the entry is leased under: a request's URL.Host
+	// (host[:port], as the politeness gate is given it). The host "" is
+	// the entries whose host the store was not told: those pushed with
+	// Queue.Push, and those a store kept from before it knew hosts. They
+	// are leased with no per-host limit and no ready time, by their
+	// priority and push order, and rank among hosts by that head.
 	Host string
 	// Priority orders the entries of a host, higher first (as Scrapy's
 	// Request.priority); entries of equal priority go in push order. It
@@ -79,13 +83,15 @@ type HostQueue interface {
 	// not-before time are not handed out. Within a host, the highest
 	// priority first and push order among equals; across hosts, the host
 	// whose next entry has the highest priority first, and among equal
-	// priorities the one whose next entry was pushed first. Entry.Host and
-	// Entry.Priority are set. ErrQueueEmpty when nothing can be handed out.
+	// priorities the one whose next entry was pushed first. Entry.Host,
+	// Entry.Priority and Entry.HostReady (the host's stored ready time,
+	// zero when none) are set; a caller may pass a now a little ahead of the
+	// clock and hold each entry until its HostReady. ErrQueueEmpty when nothing can be handed out.
 	LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]Entry, error)
 	// SetHostReady sets the next allowed start of each host in ready (a
 	// host's entries are not handed out by LeaseHosts before it), in one
 	// round trip. A time earlier than the one stored leaves it (two
-	// consumers setting one host keep the later).
+	// consumers setting one host keep the later). The host "" is ignored.
 	SetHostReady(ctx context.Context, ready map[string]time.Time) error
 	// Head lists up to n pending (not leased) entries, without leasing
 	// them: hosts by the priority of their next entry (as LeaseHosts
@@ -93,4 +99,60 @@ type HostQueue interface {
 	// in its lease order. It is a view for people (a live page), not a
 	// lease: by the time it returns, other consumers may have leased them.
 	Head(ctx context.Context, n int) ([]HeadEntry, error)
+}
+
+// HostVisitedPusher is VisitedPusher for a HostQueue: a store that keeps
+// the visited set and the host queue together (sqlitestore, redisstore)
+// checks the links a response yields against the visited set and pushes
+// them with their hosts and priorities in one round trip. Use
+// PushUnvisitedHosted, which falls back to IsVisited and one PushHosted.
+type HostVisitedPusher interface {
+	// PushUnvisitedHosted pushes entries[i] for every i whose keys[i] is
+	// not in the visited set, atomically, as VisitedPusher.PushUnvisited
+	// does, and reports per entry whether it was pushed. It marks nothing
+	// visited. ErrPriorityRange as PushHosted.
+	PushUnvisitedHosted(ctx context.Context, keys []uint64, entries []HostEntry) ([]bool, error)
+}
+
+// PushUnvisitedHosted is PushUnvisited for a HostQueue: it pushes to q the
+// entries whose keys are not in the visited set st, in one round trip when
+// st and q are the same HostVisitedPusher, and otherwise with st.IsVisited
+// per key and one PushHosted. A nil st checks nothing.
+func PushUnvisitedHosted(ctx context.Context, st Storage, q HostQueue, keys []uint64, entries []HostEntry) ([]bool, error) {
+	if len(keys) != len(entries) {
+		return nil, fmt.Errorf("%w: %d keys, %d entries", ErrLengthMismatch, len(keys), len(entries))
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	for _, e := range entries {
+		if err := CheckPriority(e.Priority); err != nil {
+			return nil, fmt.Errorf("%w: %d", err, e.Priority)
+		}
+	}
+	if vp, ok := q.(HostVisitedPusher); ok && st != nil && sameStore(st, q) {
+		return vp.PushUnvisitedHosted(ctx, keys, entries)
+	}
+	pushed := make([]bool, len(entries))
+	todo := make([]HostEntry, 0, len(entries))
+	for i, k := range keys {
+		if st != nil {
+			seen, err := st.IsVisited(k)
+			if err != nil {
+				return nil, err
+			}
+			if seen {
+				continue
+			}
+		}
+		pushed[i] = true
+		todo = append(todo, entries[i])
+	}
+	if len(todo) == 0 {
+		return pushed, nil
+	}
+	if err := q.PushHosted(ctx, todo...); err != nil {
+		return nil, err
+	}
+	return pushed, nil
 }

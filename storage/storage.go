@@ -81,6 +81,10 @@ type Entry struct {
 	// otherwise.
 	Host     string
 	Priority int
+	// HostReady is the entry's host's next allowed start (SetHostReady) as
+	// LeaseHosts found it, zero when none is set; a run holds the entry
+	// until then (LeaseHosts may be asked for hosts ready a little ahead).
+	HostReady time.Time
 }
 
 // QueueLen counts a queue's entries.

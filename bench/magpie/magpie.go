@@ -35,7 +35,8 @@ func refused(err error) bool {
 		errors.Is(err, magpie.ErrForbiddenURL) ||
 		errors.Is(err, magpie.ErrNoURLFiltersMatch) ||
 		errors.Is(err, magpie.ErrRobotsTxtBlocked) ||
-		errors.Is(err, magpie.ErrMaxDepth)
+		errors.Is(err, magpie.ErrMaxDepth) ||
+		errors.Is(err, magpie.ErrMaxRequests)
 }
 
 // newMagpie returns the collector every magpie crawler runs: links found
@@ -47,16 +48,25 @@ func newMagpie(ctx context.Context, cfg harness.Config, n *harness.Counters, opt
 }
 
 // newMagpieLinks is newMagpie with onLink called for every a[href] instead.
+// The options of -max-requests, -prioritize and -politeness (order.go) come
+// after opts.
 func newMagpieLinks(ctx context.Context, cfg harness.Config, n *harness.Counters, onLink func(*magpie.HTMLElement), opts ...magpie.CollectorOption) (*magpie.Collector, error) {
+	flagged, err := orderOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, flagged...)
 	opts = append(opts, magpie.AllowedDomains(cfg.Allowed...), magpie.StdlibContext(ctx))
 	c := magpie.NewCollector(opts...)
 	if err := c.Limit(magpieRule(cfg)); err != nil {
 		return nil, err
 	}
 	c.OnHTML("a[href]", onLink)
-	c.OnResponse(func(*magpie.Response) { n.Pages.Add(1) })
+	c.OnResponse(func(*magpie.Response) { stopAt(ctx, n.Pages.Add(1)) })
 	c.OnError(func(r *magpie.Response, err error) {
-		if refused(err) {
+		// A fetch cut short by the crawl's end (-stop-after, or the
+		// timeout, which the result line reports) did not fail.
+		if refused(err) || (ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 			return
 		}
 		u := ""
@@ -90,6 +100,7 @@ func crawlAsyncWith(ctx context.Context, cfg harness.Config, n *harness.Counters
 	if err != nil {
 		return err
 	}
+	defer sampleHeld(ctx, n, c, nil)()
 	if err := c.Visit(cfg.Seed); err != nil {
 		return err
 	}
@@ -117,6 +128,7 @@ func crawlMagpieQueue(ctx context.Context, cfg harness.Config, n *harness.Counte
 	if err != nil {
 		return err
 	}
+	defer sampleHeld(ctx, n, c, q.Storage())()
 	if err := q.AddURL(cfg.Seed); err != nil {
 		return err
 	}
@@ -162,6 +174,7 @@ func crawlQueueAddOn(ctx context.Context, cfg harness.Config, n *harness.Counter
 			return err
 		}
 	}
+	defer sampleHeld(ctx, n, c, q.Storage())()
 	if err := q.AddURL(cfg.Seed); err != nil {
 		return err
 	}

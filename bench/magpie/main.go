@@ -16,6 +16,11 @@
 // magpie-frontier-mem and magpie-redis, and magpie-redis-ops (cluster.go:
 // queue operations per second, on one Redis or a Redis Cluster).
 //
+// Every magpie crawler above also takes -max-requests, -stop-after,
+// -prioritize, -politeness and -sample (order.go, sample.go: issue 39's
+// priority, politeness and broad scenarios), and -features alone prints
+// which newer options the build has.
+//
 // -cpuprofile and -memprofile write pprof profiles of the crawl itself (flag
 // parsing and the result line excluded).
 package main
@@ -27,6 +32,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sort"
+	"strings"
 
 	"github.com/magpiecrawl/magpie/bench/internal/harness"
 )
@@ -61,8 +68,14 @@ var impls = map[string]harness.CrawlFunc{
 
 // profiled wraps a crawl with the profiles asked for; harness.Main has
 // parsed the flags by the time a crawl runs.
+//
+// It also gives the crawl the context -stop-after ends (order.go), and
+// returns nil, not the context's error, for a crawl that ended so.
 func profiled(fn harness.CrawlFunc) harness.CrawlFunc {
-	return func(ctx context.Context, cfg harness.Config, n *harness.Counters) error {
+	return func(ctx context.Context, cfg harness.Config, n *harness.Counters) (err error) {
+		ctx, cancel, stopped := withStopAfter(ctx)
+		defer cancel()
+		defer func() { err = stopped(err) }()
 		if *memProfile != "" {
 			runtime.MemProfileRate = 64 << 10
 		}
@@ -77,7 +90,7 @@ func profiled(fn harness.CrawlFunc) harness.CrawlFunc {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		err := fn(ctx, cfg, n)
+		err = fn(ctx, cfg, n)
 		if *memProfile != "" {
 			f, ferr := os.Create(*memProfile)
 			if ferr != nil {
@@ -92,4 +105,18 @@ func profiled(fn harness.CrawlFunc) harness.CrawlFunc {
 	}
 }
 
-func main() { harness.Main(impls) }
+func main() {
+	// -features alone prints what this build's magpie has beyond the
+	// Colly-style API (order.go), so that run.sh knows which flags an old
+	// tree's crawler takes, and exits.
+	if len(os.Args) == 2 && os.Args[1] == "-features" {
+		var have []string
+		for f := range features {
+			have = append(have, f)
+		}
+		sort.Strings(have)
+		fmt.Println(strings.Join(have, " "))
+		return
+	}
+	harness.Main(impls)
+}

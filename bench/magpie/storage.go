@@ -214,6 +214,7 @@ func crawlQueueOn(ctx context.Context, cfg harness.Config, n *harness.Counters, 
 	if err != nil {
 		return err
 	}
+	defer sampleHeld(ctx, n, c, q.Storage())()
 	if seed != "" {
 		if err := q.AddURL(seed); err != nil {
 			return err

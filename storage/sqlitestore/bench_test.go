@@ -60,3 +60,51 @@ func BenchmarkAddVisited(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueBacklog pushes 200,000 entries in batches of 100 (the links
+// of a page) and drains them with Lease and Ack in batches of 32, as a
+// single-host queue run of 200,000 pages does; it reports the cost per
+// entry of each phase.
+func BenchmarkQueueBacklog(b *testing.B) {
+	const total, pushBatch, leaseBatch = 200_000, 100, 32
+	data := make([][]byte, pushBatch)
+	for i := range data {
+		data[i] = make([]byte, 200)
+	}
+	ctx := context.Background()
+	var push, drain time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s, _ := openTest(b)
+		b.StartTimer()
+		start := time.Now()
+		for range total / pushBatch {
+			if err := s.Push(ctx, data...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mid := time.Now()
+		for got := 0; got < total; {
+			es, err := s.Lease(ctx, leaseBatch, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, len(es))
+			for i, e := range es {
+				ids[i] = e.ID
+			}
+			if err := s.Ack(ctx, ids...); err != nil {
+				b.Fatal(err)
+			}
+			got += len(es)
+		}
+		push += mid.Sub(start)
+		drain += time.Since(mid)
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(push.Nanoseconds())/float64(b.N*total), "push-ns/entry")
+	b.ReportMetric(float64(drain.Nanoseconds())/float64(b.N*total), "lease+ack-ns/entry")
+	b.ReportMetric(0, "ns/op")
+}

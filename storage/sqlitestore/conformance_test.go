@@ -46,3 +46,14 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestConformanceHostQueue(t *testing.T) {
+	storagetest.RunHostQueue(t, func(t *testing.T) storage.HostQueue { return openSuite(t) })
+	storagetest.RunHostQueueReopen(t, func(t *testing.T, path string) storage.HostQueue {
+		s, err := Open(path)
+		if err != nil {
+			t.Fatalf("Open(%q) error = %v", path, err)
+		}
+		return s
+	})
+}

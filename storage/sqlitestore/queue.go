@@ -25,25 +25,10 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 		return nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if s.cfg.maxSize > 0 {
-			var n int
-			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue").Scan(&n); err != nil {
-				return err
-			}
-			if n+len(data) > s.cfg.maxSize {
-				return storage.ErrQueueFull
-			}
+		if err := s.checkRoom(ctx, tx, len(data)); err != nil {
+			return err
 		}
-		stmt := tx.StmtContext(ctx, s.insertQueue)
-		for _, d := range data {
-			if d == nil {
-				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
-			}
-			if _, err := stmt.ExecContext(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertPlain(ctx, tx, data, nil)
 	})
 	if err != nil {
 		return s.wrap("push", err)
@@ -51,6 +36,42 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	s.wake.signal()
 	return nil
 }
+
+// insertPlain appends the entries of data (those whose pushed[i] is true,
+// all when pushed is nil) under the host "" with the priority 0, and makes
+// the first its host's head if it has none.
+func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte, pushed []bool) error {
+	stmt := tx.StmtContext(ctx, s.insertQueue)
+	first := int64(-1)
+	for i, d := range data {
+		if pushed != nil && !pushed[i] {
+			continue
+		}
+		if d == nil {
+			d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+		}
+		res, err := stmt.ExecContext(ctx, d)
+		if err != nil {
+			return err
+		}
+		if first < 0 {
+			if first, err = res.LastInsertId(); err != nil {
+				return err
+			}
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	_, err := s.exec(ctx, tx, pushedPlain, first)
+	return err
+}
+
+// pushedPlain makes the entry seq ?1, the first of a Push, the head of the
+// host "" (ID 0) if it has none, creating the host's row.
+const pushedPlain = `INSERT INTO queue_hosts (id, host, head_rank, head_seq) VALUES (0, '', 0, ?1)
+	ON CONFLICT (id) DO UPDATE SET head_rank = 0, head_seq = ?1
+		WHERE head_seq IS NULL OR (0, ?1) < (head_rank, head_seq)`
 
 // visitedAmong returns the keys that are in the visited set: a few with the
 // prepared one-key lookup, many with one IN query per chunk (the per-query
@@ -104,7 +125,14 @@ const leaseQuery = `UPDATE queue
 	WHERE seq IN (SELECT seq FROM queue
 		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 		ORDER BY seq LIMIT ?5)
-	RETURNING seq, data, deliveries`
+	RETURNING seq, data, deliveries, host_id, rank, not_before = 0`
+
+// nextEntryQuery finds the first moment after ?1 when an entry may become
+// ready (a lease expiring, a not-before time passing), through the partial
+// indexes of leased and delayed entries; NULL when none will.
+const nextEntryQuery = `SELECT MIN(t) FROM (
+	SELECT MIN(lease_until) AS t FROM queue WHERE lease_until > ?1
+	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > ?1)`
 
 // Lease hands out up to n ready entries, oldest first, for ttl. An entry is
 // ready when its not-before time has passed and it is not leased, or its
@@ -121,37 +149,48 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	now := time.Now()
 	nowNs := now.UnixNano()
 	token := rand.Int64()
-	type leased struct {
-		seq int64
-		e   storage.Entry
-	}
+	type leased = hostLeased
 	var out []leased
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out, next = out[:0], sql.NullInt64{}
+		// Expired leases first: every entry leased below then adds one to
+		// its host's leased count.
+		if err := s.sweepExpired(ctx, tx, nowNs); err != nil {
+			return err
+		}
 		rows, err := tx.StmtContext(ctx, s.leaseReady).QueryContext(ctx,
 			nowNs+ttl.Nanoseconds(), token, s.owner, nowNs, n)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		var b hostBook
 		for rows.Next() {
 			var e storage.Entry
-			var seq int64
-			if err := rows.Scan(&seq, &e.Data, &e.Deliveries); err != nil {
+			var seq, rank, host int64
+			var candidate bool
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &candidate); err != nil {
 				return err
 			}
-			e.ID = leaseID(seq, token)
-			out = append(out, leased{seq, e})
+			e.ID, e.Priority = leaseID(seq, token, host), int(-rank)
+			out = append(out, leased{seq, host, e})
+			b.lease(host, candidate)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		rows.Close()
+		if err := s.flush(ctx, tx, &b); err != nil {
+			return err
+		}
+		if err := s.nameHosts(ctx, tx, out); err != nil {
+			return err
+		}
 		if len(out) < n {
 			// The queue is drained of ready entries: find when the next one
 			// becomes ready so that Notify can say so.
-			return tx.QueryRowContext(ctx, `SELECT MIN(CASE WHEN lease_until > ?1 THEN lease_until ELSE not_before END)
-				FROM queue WHERE lease_until > ?1 OR not_before > ?1`, nowNs).Scan(&next)
+			return tx.QueryRowContext(ctx, nextEntryQuery, nowNs).Scan(&next)
 		}
 		return nil
 	})
@@ -197,24 +236,52 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 // lease is not held.
 func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
 	var unknown []string
-	stmt := tx.StmtContext(ctx, s.ackEntry)
+	var b hostBook
+	leased, swept := tx.StmtContext(ctx, s.prepared[ackLeased]), tx.StmtContext(ctx, s.prepared[ackSwept])
 	for _, id := range ids {
-		seq, token, ok := parseLeaseID(id)
+		seq, token, host, ok := parseLeaseID(id)
 		if !ok {
 			unknown = append(unknown, id)
 			continue
 		}
-		res, err := stmt.ExecContext(ctx, seq, token)
+		n, err := affected(leased.ExecContext(ctx, seq, token, host))
 		if err != nil {
 			return nil, err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			unknown = append(unknown, id)
+		c := b.at(host)
+		if n > 0 {
+			c.leased--
+			c.removed = true
+			continue
 		}
+		// An expired lease swept back among the candidates, or no lease.
+		if n, err = affected(swept.ExecContext(ctx, seq, token, host)); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			unknown = append(unknown, id)
+			continue
+		}
+		c.lose()
+		c.removed = true
 	}
-	return unknown, nil
+	return unknown, s.flush(ctx, tx, &b)
+}
+
+// Statements of Ack: ?1 seq, ?2 token, ?3 host ID. The host is the lease
+// ID's, so that the common case, a held lease, is known for one without
+// reading the row back (RETURNING doubled the cost of an Ack).
+const (
+	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3 AND lease_until IS NOT NULL"
+	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3"
+)
+
+// affected is the count of rows a statement's result reports.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // ackResult is Ack's error for a transaction's outcome.
@@ -235,33 +302,78 @@ func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) err
 	if err := s.check(); err != nil {
 		return err
 	}
-	seq, token, ok := parseLeaseID(id)
-	if !ok {
-		return fmt.Errorf("sqlitestore: release %q: %w", id, storage.ErrUnknownLease)
-	}
-	var nb int64
-	if !notBefore.IsZero() {
-		nb = notBefore.UnixNano()
-	}
-	res, err := s.db.ExecContext(ctx, `UPDATE queue
-		SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?
-		WHERE seq = ? AND lease_token = ?`, nb, seq, token)
-	var n int64
-	if err == nil {
-		n, err = res.RowsAffected()
-	}
+	unknown, err := s.releaseIDs(ctx, []string{id}, notBefore)
 	if err != nil {
-		return s.wrap("release", err)
+		return err
 	}
-	if n == 0 {
+	if len(unknown) > 0 {
 		return fmt.Errorf("sqlitestore: release %q: %w", id, storage.ErrUnknownLease)
+	}
+	return nil
+}
+
+// Statements of Release: ?1 not-before, ?2 seq, ?3 token, ?4 host ID. A held lease
+// (leased) and an expired one swept back among the candidates are told
+// apart for the host's leased count.
+const (
+	releaseHeld = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?1
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL RETURNING rank`
+	releaseSwept = `UPDATE queue SET lease_token = NULL, lease_owner = NULL, not_before = ?1
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 RETURNING rank`
+)
+
+// releaseIDs releases the leases of ids in one transaction, ready at
+// notBefore, and returns those not held.
+func (s *Store) releaseIDs(ctx context.Context, ids []string, notBefore time.Time) ([]string, error) {
+	var nb int64
+	if notBefore.After(time.Unix(0, 0)) {
+		nb = unixNano(notBefore)
+	}
+	var unknown []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		unknown = unknown[:0]
+		var b hostBook
+		held, swept := tx.StmtContext(ctx, s.prepared[releaseHeld]), tx.StmtContext(ctx, s.prepared[releaseSwept])
+		for _, id := range ids {
+			seq, token, host, ok := parseLeaseID(id)
+			if !ok {
+				unknown = append(unknown, id)
+				continue
+			}
+			var rank int64
+			err := held.QueryRowContext(ctx, nb, seq, token, host).Scan(&rank)
+			wasLeased := err == nil
+			if errors.Is(err, sql.ErrNoRows) {
+				err = swept.QueryRowContext(ctx, nb, seq, token, host).Scan(&rank)
+			}
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				unknown = append(unknown, id)
+				continue
+			case err != nil:
+				return err
+			}
+			c := b.at(host)
+			if wasLeased {
+				c.leased--
+			} else {
+				c.lose() // it was a candidate; delayed now, perhaps
+			}
+			if nb == 0 {
+				b.gain(host, rank, seq)
+			}
+		}
+		return s.flush(ctx, tx, &b)
+	})
+	if err != nil {
+		return nil, s.wrap("release", err)
 	}
 	if notBefore.After(time.Now()) {
 		s.wake.wakeAt(notBefore)
 	} else {
 		s.wake.signal()
 	}
-	return nil
+	return unknown, nil
 }
 
 // Len counts entries as of now: leased ones whose lease has expired count
@@ -290,20 +402,31 @@ func (s *Store) Len(ctx context.Context) (storage.QueueLen, error) {
 // process are not signalled.
 func (s *Store) Notify() <-chan struct{} { return s.wake.ch }
 
-// leaseID joins the entry's seq and the lease's random token, so a lease
-// that expired and was taken over cannot acknowledge the new holder's lease.
-func leaseID(seq, token int64) string {
-	return strconv.FormatInt(seq, 10) + ":" + strconv.FormatInt(token, 10)
+// leaseID joins the entry's seq, the lease's random token (so that a lease
+// that expired and was taken over cannot acknowledge the new holder's
+// lease) and the entry's host ID (so that an Ack knows whose leased count
+// it lowers without reading the row back; left out for the host "", 0).
+func leaseID(seq, token, host int64) string {
+	id := strconv.FormatInt(seq, 10) + ":" + strconv.FormatInt(token, 10)
+	if host != 0 {
+		id += ":" + strconv.FormatInt(host, 10)
+	}
+	return id
 }
 
-func parseLeaseID(id string) (seq, token int64, ok bool) {
-	a, b, found := strings.Cut(id, ":")
+func parseLeaseID(id string) (seq, token, host int64, ok bool) {
+	a, rest, found := strings.Cut(id, ":")
 	if !found {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
+	b, c, hosted := strings.Cut(rest, ":")
 	seq, err1 := strconv.ParseInt(a, 10, 64)
 	token, err2 := strconv.ParseInt(b, 10, 64)
-	return seq, token, err1 == nil && err2 == nil
+	var err3 error
+	if hosted {
+		host, err3 = strconv.ParseInt(c, 10, 64)
+	}
+	return seq, token, host, err1 == nil && err2 == nil && err3 == nil
 }
 
 // Renew implements storage.LeaseRenewer: each held lease runs ttl from now,
@@ -319,10 +442,35 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 		return nil
 	}
 	until := time.Now().Add(ttl)
-	unknown, err := s.eachLease(ctx, "renew", ids,
-		"UPDATE queue SET lease_until = ? WHERE seq = ? AND lease_token = ?", until.UnixNano())
+	var unknown []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		unknown = unknown[:0]
+		var b hostBook
+		held, swept := tx.StmtContext(ctx, s.prepared[renewHeld]), tx.StmtContext(ctx, s.prepared[renewSwept])
+		for _, id := range ids {
+			seq, token, host, ok := parseLeaseID(id)
+			if !ok {
+				unknown = append(unknown, id)
+				continue
+			}
+			n, err := affected(held.ExecContext(ctx, until.UnixNano(), seq, token, host))
+			if err == nil && n == 0 {
+				n, err = affected(swept.ExecContext(ctx, until.UnixNano(), seq, token, host, s.owner))
+				if n > 0 {
+					b.lease(host, true)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				unknown = append(unknown, id)
+			}
+		}
+		return s.flush(ctx, tx, &b)
+	})
 	if err != nil {
-		return err
+		return s.wrap("renew", err)
 	}
 	s.wake.wakeAt(until)
 	if len(unknown) > 0 {
@@ -330,6 +478,15 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) err
 	}
 	return nil
 }
+
+// Statements of Renew: ?1 lease end, ?2 seq, ?3 token, ?4 host ID, ?5 owner.
+// An expired lease swept back among the candidates is leased again.
+const (
+	renewHeld = `UPDATE queue SET lease_until = ?1
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL`
+	renewSwept = `UPDATE queue SET lease_until = ?1, lease_owner = ?5
+		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NULL`
+)
 
 // ReleaseBatch implements storage.BatchReleaser in one transaction: each
 // held lease goes back to the queue in its place, ready at notBefore.
@@ -340,61 +497,14 @@ func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...st
 	if len(ids) == 0 {
 		return nil
 	}
-	var nb int64
-	if !notBefore.IsZero() {
-		nb = notBefore.UnixNano()
-	}
-	unknown, err := s.eachLease(ctx, "release", ids, `UPDATE queue
-		SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?
-		WHERE seq = ? AND lease_token = ?`, nb)
+	unknown, err := s.releaseIDs(ctx, ids, notBefore)
 	if err != nil {
 		return err
-	}
-	if notBefore.After(time.Now()) {
-		s.wake.wakeAt(notBefore)
-	} else {
-		s.wake.signal()
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("sqlitestore: release %q: %w", unknown, storage.ErrUnknownLease)
 	}
 	return nil
-}
-
-// eachLease runs query (whose last two parameters are seq and token, after
-// arg) once per lease ID in one transaction, and returns the IDs it matched
-// no row for.
-func (s *Store) eachLease(ctx context.Context, op string, ids []string, query string, arg any) ([]string, error) {
-	var unknown []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		unknown = unknown[:0]
-		stmt, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, id := range ids {
-			seq, token, ok := parseLeaseID(id)
-			if !ok {
-				unknown = append(unknown, id)
-				continue
-			}
-			res, err := stmt.ExecContext(ctx, arg, seq, token)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				unknown = append(unknown, id)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	return unknown, nil
 }
 
 // PushUnvisited implements storage.VisitedPusher: in one transaction it
@@ -431,28 +541,10 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 		if n == 0 {
 			return nil
 		}
-		if s.cfg.maxSize > 0 {
-			var total int
-			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue").Scan(&total); err != nil {
-				return err
-			}
-			if total+n > s.cfg.maxSize {
-				return storage.ErrQueueFull
-			}
+		if err := s.checkRoom(ctx, tx, n); err != nil {
+			return err
 		}
-		stmt := tx.StmtContext(ctx, s.insertQueue)
-		for i, d := range data {
-			if !pushed[i] {
-				continue
-			}
-			if d == nil {
-				d = []byte{}
-			}
-			if _, err := stmt.ExecContext(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertPlain(ctx, tx, data, pushed)
 	})
 	if err != nil {
 		return nil, s.wrap("push unvisited", err)

@@ -27,10 +27,11 @@ var (
 	_ storage.BatchReleaser = (*Store)(nil)
 	_ storage.VisitedPusher = (*Store)(nil)
 	_ storage.PageStore     = (*Store)(nil)
+	_ storage.HostQueue     = (*Store)(nil)
 )
 
 // schemaVersion is the PRAGMA user_version this package writes.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations[i] takes a file from user_version i to i+1.
 var migrations = []string{
@@ -63,6 +64,10 @@ var migrations = []string{
 	// due: DuePages scans once per run, and an index would cost every
 	// page another 20 bytes.
 	`CREATE TABLE pages (id INTEGER PRIMARY KEY, due INTEGER NOT NULL, data BLOB NOT NULL);`,
+	// Version 4: the host-aware queue (storage.HostQueue); see
+	// queue_hosts.go. The entries a version 3 file holds get the host ""
+	// and the priority 0, as Push gives them.
+	migrateHostQueue,
 }
 
 // Option configures Open.
@@ -96,7 +101,9 @@ type Store struct {
 	wake    waker
 	// Statements of the queue's hot path, prepared once: compiling them in
 	// every transaction cost more than running them.
-	insertQueue, ackEntry, isVisited, leaseReady, addVisited, getCookies *sql.Stmt
+	insertQueue, isVisited, leaseReady, addVisited, getCookies *sql.Stmt
+	// prepared holds the statements of preparedQueries by their text.
+	prepared map[string]*sql.Stmt
 }
 
 // prepare compiles the hot-path statements. Transactions use them through
@@ -107,7 +114,6 @@ func (s *Store) prepare(ctx context.Context) error {
 		query string
 	}{
 		{&s.insertQueue, "INSERT INTO queue (data) VALUES (?)"},
-		{&s.ackEntry, "DELETE FROM queue WHERE seq = ? AND lease_token = ?"},
 		{&s.isVisited, "SELECT 1 FROM visited WHERE id = ?"},
 		{&s.leaseReady, leaseQuery},
 		{&s.addVisited, "INSERT INTO visited (id) VALUES (?) ON CONFLICT DO NOTHING"},
@@ -119,15 +125,26 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 		*p.dst = st
 	}
+	s.prepared = make(map[string]*sql.Stmt, len(preparedQueries))
+	for _, q := range preparedQueries {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		s.prepared[q] = st
+	}
 	return nil
 }
 
 // closeStmts closes the prepared statements.
 func (s *Store) closeStmts() {
-	for _, st := range []*sql.Stmt{s.insertQueue, s.ackEntry, s.isVisited, s.leaseReady, s.addVisited, s.getCookies} {
+	for _, st := range []*sql.Stmt{s.insertQueue, s.isVisited, s.leaseReady, s.addVisited, s.getCookies} {
 		if st != nil {
 			_ = st.Close()
 		}
+	}
+	for _, st := range s.prepared {
+		_ = st.Close()
 	}
 }
 
@@ -172,11 +189,12 @@ func Open(path string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	if err := s.register(ctx); err != nil {
+	if err := s.prepare(ctx); err != nil {
+		s.closeStmts()
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
 	}
-	if err := s.prepare(ctx); err != nil {
+	if err := s.register(ctx); err != nil {
 		s.closeStmts()
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, classify(err))
@@ -235,7 +253,7 @@ func (s *Store) register(ctx context.Context) error {
 			return err
 		}
 		for _, owner := range dead {
-			if err := releaseOwner(ctx, tx, owner); err != nil {
+			if err := s.releaseOwner(ctx, tx, owner); err != nil {
 				return err
 			}
 		}
@@ -244,14 +262,33 @@ func (s *Store) register(ctx context.Context) error {
 }
 
 // releaseOwner returns an owner's leases to the queue and forgets the owner.
-func releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error {
-	if _, err := tx.ExecContext(ctx,
-		"UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL WHERE lease_owner = ?", owner); err != nil {
+func (s *Store) releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error {
+	var b hostBook
+	err := s.eachRow(ctx, tx, releaseOwnerQuery, []any{owner}, func(rows *sql.Rows) error {
+		var host, rank, seq int64
+		var candidate bool
+		if err := rows.Scan(&host, &rank, &seq, &candidate); err != nil {
+			return err
+		}
+		b.at(host).leased--
+		if candidate {
+			b.gain(host, rank, seq)
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.flush(ctx, tx, &b)
+	}
+	if err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "DELETE FROM owners WHERE owner = ?", owner)
+	_, err = tx.ExecContext(ctx, "DELETE FROM owners WHERE owner = ?", owner)
 	return err
 }
+
+// releaseOwnerQuery returns the leases of owner ?1 to the queue.
+const releaseOwnerQuery = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL
+	WHERE lease_until IS NOT NULL AND lease_owner = ?1 RETURNING host_id, rank, seq, not_before = 0`
 
 // Close returns this Store's unacknowledged leases to the queue, so a
 // restarted crawl gets them at once, and closes the file. Entries, visited
@@ -263,7 +300,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.tx(context.Background(), func(tx *sql.Tx) error {
-		return releaseOwner(context.Background(), tx, s.owner)
+		return s.releaseOwner(context.Background(), tx, s.owner)
 	})
 	s.closed.Store(true)
 	s.wake.stop()

@@ -158,7 +158,8 @@ func RunHostQueueReopen(t *testing.T, open func(t *testing.T, path string) stora
 }
 
 // hostPlainPush: Push is host "" priority 0, FIFO through LeaseHosts, and
-// host "" has a per-host limit like any host.
+// host "" (entries whose host the store was not told) has no per-host
+// limit and no ready time.
 func hostPlainPush(t *testing.T, q storage.HostQueue) {
 	now := time.Now()
 	mustPush(t, q, "a", "b")
@@ -176,11 +177,14 @@ func hostPlainPush(t *testing.T, q storage.HostQueue) {
 		t.Errorf("LeaseHosts(1) x4 = %q, want %q", got, want)
 	}
 	mustPush(t, q, "e", "f")
-	// Host "" holds 4 leases: a limit of 5 lets one more out.
-	if got := datas(mustLeaseHosts(t, q, now, 10, 5, long)); !slices.Equal(got, []string{"e"}) {
-		t.Errorf("LeaseHosts(10, perHost 5) with 4 leased = %q, want [e]", got)
+	if err := q.SetHostReady(t.Context(), map[string]time.Time{"": now.Add(time.Hour)}); err != nil {
+		t.Fatalf("SetHostReady(\"\": +1h) error = %v, want nil", err)
 	}
-	wantNoHostLease(t, q, now, 10, 5, "host \"\" holds 5 leases")
+	// Host "" holds 4 leases and was given a ready time: neither a limit
+	// of 1 per host nor the ready time holds it back.
+	if got := datas(mustLeaseHosts(t, q, now, 10, 1, long)); !slices.Equal(got, []string{"e", "f"}) {
+		t.Errorf("LeaseHosts(10, perHost 1) of host \"\" with 4 leased = %q, want [e f]", got)
+	}
 }
 
 func hostPushAllOrNone(t *testing.T, q storage.HostQueue) {

@@ -29,6 +29,10 @@ type record struct {
 	Run            int        `json:"run"`
 	Crawl          crawl      `json:"crawl"`
 	Site           site       `json:"site"`
+	// IdealRank (priority scenario) is site -ideal-rank's output;
+	// Politeness (ip scenario) the -politeness the crawl ran with.
+	IdealRank  idealRank `json:"ideal_rank"`
+	Politeness string    `json:"politeness"`
 }
 
 // idealLinks is the part of site -ideal's output the report uses.
@@ -48,6 +52,7 @@ type crawl struct {
 	AllocsPerPage float64 `json:"allocs_per_page"`
 	Frontier      float64 `json:"frontier"`
 	Procs         int     `json:"procs"`
+	Held          *held   `json:"held"`
 	TimedOut      bool    `json:"timed_out"`
 	Err           string  `json:"err"`
 }
@@ -66,6 +71,8 @@ type hostStats struct {
 type site struct {
 	Hosts []hostStats `json:"hosts"`
 	Total hostStats   `json:"total"`
+	Rank  *rankStats  `json:"rank"`
+	Addrs []addrStats `json:"addrs"`
 }
 
 // row is the medians of every run of one implementation in one scenario.
@@ -87,6 +94,7 @@ type row struct {
 	inflight              float64 // most requests in flight on the whole site
 	siteRate              float64 // page starts per second seen by the site
 	frontier              float64 // largest frontier the crawl saw (storage scenario)
+	issue39
 }
 
 func main() {
@@ -173,6 +181,7 @@ func summarize(scenario, label, impl string, recs []record) *row {
 		}
 		return m
 	})
+	summarize39(r, recs, med)
 	r.siteRate = med(func(x record) float64 {
 		// Every host is crawled over the same span, so the site's rate is
 		// the sum of the hosts' own rates.
@@ -261,6 +270,8 @@ var titles = map[string]string{
 	"cluster":     "One Redis against a Redis Cluster",
 	"issue20":     "Issue 20: every crawler at 0 ms",
 	"issue20-rss": "Issue 20: peak RSS of a long crawl",
+	"priority":    "Priority: a crawl stopped after N requests (site -rank: share of the N highest-ranked pages the crawl knew that it fetched)",
+	"ip":          "Politeness by address (the site's hosts on the ports of one address: page starts at that address)",
 	"broad":       "Broad crawl (a host per loopback address, robots.txt, per-host Parallelism 1, Delay; ideal = hosts / Delay; ideal (links) = the site's simulated crawl with no fetch time, pages fetched as links reveal them, robots.txt a turn of its host / free)",
 }
 
@@ -274,8 +285,15 @@ func write(w io.Writer, rows []*row) error {
 	bw := bufio.NewWriter(w)
 	writeIssue20(bw, rows)
 	for _, sc := range scenarios {
-		if sc == "storage" || sc == "cluster" {
+		switch sc {
+		case "storage", "cluster":
 			writeStorage(bw, rows, sc)
+			continue
+		case "priority":
+			writePriority(bw, rows)
+			continue
+		case "ip":
+			writeIP(bw, rows)
 			continue
 		}
 		polite := sc == "politeness" || sc == "rate" || sc == "broad"
@@ -294,6 +312,16 @@ func write(w io.Writer, rows []*row) error {
 		if broad {
 			head += " pages/s ÷ hosts/Delay | ideal (links) pages/s turn / free | pages/s ÷ ideal (links) turn / free |"
 			sep += "--:|--:|--:|"
+		}
+		held := anyHeld(rows, sc)
+		if held {
+			head += " most leased / parked |"
+			sep += "--:|"
+		}
+		old := anyOld(rows, sc)
+		if old {
+			head += " ÷ @old pps / CPU / RSS |"
+			sep += "---|"
 		}
 		head += " magpie/Colly pps / CPU / RSS | magpie/raw pps / CPU / RSS |"
 		sep += "---|---|"
@@ -319,6 +347,12 @@ func write(w io.Writer, rows []*row) error {
 					vsLinks = share(r.pps, r.idealLinks) + " / " + share(r.pps, r.idealLinksFree)
 				}
 				fmt.Fprintf(bw, " %s | %s | %s |", share(r.pps, r.ideal), links, vsLinks)
+			}
+			if held {
+				fmt.Fprintf(bw, " %s |", r.heldCell())
+			}
+			if old {
+				fmt.Fprintf(bw, " %s |", ratio(r, oldPeer(rows, r)))
 			}
 			var vsColly, vsRaw string
 			if _, ok := strings.CutPrefix(r.impl, "magpie-"); ok {

@@ -98,6 +98,8 @@ func (r *linkResolver) resolve(h int, href string) (target, bool) {
 		}
 		h, path = th, "/"+p
 	}
+	// Rank mode's query (generator.href) names no other page.
+	path, _, _ = strings.Cut(path, "?")
 	i, kind := r.g.pageNumber(path)
 	if kind != kindPage {
 		return target{}, false

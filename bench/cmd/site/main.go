@@ -50,6 +50,12 @@ type config struct {
 	robots      bool
 	frontier    int // hub mode when > 0: leaves behind the hub pages
 	hubLinks    int
+	// rank mode: links carry their page's rank (see generator.href), and
+	// /_stats reports the share of the top-ranked known pages fetched.
+	rank bool
+	// addrGap, when > 0, makes the site record page request starts by the
+	// address each connection came to and count the gaps shorter than it.
+	addrGap time.Duration
 }
 
 func main() {
@@ -66,12 +72,22 @@ func main() {
 	flag.BoolVar(&cfg.robots, "robots", false, "serve a robots.txt that disallows /private/ and link to /private/ pages")
 	flag.IntVar(&cfg.frontier, "frontier", 0, "hub mode: serve this many leaf URLs behind hub pages (see hubs.go); 0: the normal site")
 	flag.IntVar(&cfg.hubLinks, "hub-links", 5000, "hub mode: links per hub page")
+	flag.BoolVar(&cfg.rank, "rank", false, "rank mode: every link to a page carries the page's rank, a number fixed by the seed, as ?rank=N; /_stats adds the share of the highest-ranked pages the crawl knew that it fetched (see rank.go)")
+	flag.DurationVar(&cfg.addrGap, "addr-gap", 0, "record page request starts by the address each connection came to (all the hosts of one address together: the ports of 127.0.0.1, or one -loopback address) and count the gaps between two starts at one address shorter than this; /_stats adds them as \"addrs\"")
+	idealRank := flag.Int("ideal-rank", 0, "with -rank, do not serve: print, as one line of JSON, the share a crawl fetching this many pages one at a time would reach, taking the highest-ranked known page first and in link order (see rank.go), and exit")
 	ideal := flag.Duration("ideal", 0, "do not serve: print, as one line of JSON, the makespan and pages/s of an ideal crawl of this site with this per-host Delay (no fetch time, unlimited workers, pages fetched as links reveal them; see ideal.go) and exit")
 	idealRobotsFree := flag.Bool("ideal-robots-free", false, "with -ideal and -robots: robots.txt takes no turn of its host's Delay (raw and Colly); by default it is one of the host's requests (magpie)")
 	flag.Parse()
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "site:", err)
 		os.Exit(2)
+	}
+	if *idealRank != 0 {
+		if err := runIdealRank(os.Stdout, cfg, *idealRank); err != nil {
+			fmt.Fprintln(os.Stderr, "site:", err)
+			os.Exit(2)
+		}
+		return
 	}
 	if *ideal != 0 || *idealRobotsFree {
 		if err := runIdeal(os.Stdout, cfg, *ideal, *idealRobotsFree); err != nil {
@@ -107,6 +123,10 @@ func (c config) check() error {
 		return errors.New("-frontier must not be negative")
 	case c.frontier > 0 && (c.hubLinks < 1 || c.hosts != 1):
 		return errors.New("-frontier needs -hub-links >= 1 and one host")
+	case c.rank && c.frontier > 0:
+		return errors.New("-rank does not apply to hub mode (-frontier)")
+	case c.addrGap < 0:
+		return errors.New("-addr-gap must not be negative")
 	}
 	return nil
 }
@@ -136,8 +156,8 @@ func run(cfg config) error {
 		lns[h] = ln
 		bases[h] = "http://" + ln.Addr().String()
 	}
-	st := newStats(bases)
 	gen := newGenerator(cfg, bases)
+	st := newSiteStats(cfg, bases, gen)
 
 	servers := make([]*http.Server, cfg.hosts)
 	var wg sync.WaitGroup
@@ -210,6 +230,9 @@ func handler(cfg config, gen *generator, st *stats, h int) http.Handler {
 		}
 		done := hs.begin(r.URL.Path)
 		defer done()
+		if st.addrs != nil && r.URL.Path != "/robots.txt" {
+			st.addrs.start(localAddr(r))
+		}
 
 		if r.URL.Path == "/robots.txt" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

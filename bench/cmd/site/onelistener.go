@@ -25,8 +25,8 @@ func runOneListener(ctx context.Context, cfg config) error {
 	for h := range bases {
 		bases[h] = "http://" + net.JoinHostPort(loopbackAddr(h), port)
 	}
-	st := newStats(bases)
 	gen := newGenerator(cfg, bases)
+	st := newSiteStats(cfg, bases, gen)
 	handlers := make([]http.Handler, cfg.hosts)
 	for h := range handlers {
 		handlers[h] = handler(cfg, gen, st, h)

@@ -82,6 +82,34 @@ func pagePath(i int) string {
 	return "/p/" + strconv.Itoa(i)
 }
 
+// href is the path a link to page i of host h carries: pagePath(i), and in
+// rank mode (-rank) the page's rank as a query, "/p/7?rank=123456", so that
+// a crawler can rank a link from its URL alone, as a program ranks the
+// links of a site it does not control by URL pattern.
+func (g *generator) href(h, i int) string {
+	if !g.cfg.rank {
+		return pagePath(i)
+	}
+	return pagePath(i) + "?rank=" + strconv.Itoa(g.rank(h, i))
+}
+
+// maxRank bounds the ranks of rank mode: a page's rank is in [0, maxRank).
+const maxRank = 1_000_000
+
+// rank is page i of host h's rank in rank mode: a function of (-seed, h,
+// i) spread evenly over [0, maxRank), unrelated to where the page sits in
+// the link graph, so that the order links are found in says nothing of
+// their rank.
+func (g *generator) rank(h, i int) int {
+	// splitmix64's finaliser over the seed and the page.
+	x := g.cfg.seed ^ (uint64(h)<<32 | uint64(uint32(i))) ^ 0x5851f42d4c957f2d
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % maxRank)
+}
+
 func (g *generator) robotsTxt() []byte {
 	if g.cfg.robots {
 		return []byte("User-agent: *\nDisallow: /private/\n")
@@ -112,11 +140,11 @@ func (g *generator) links(h, i int, rng *rand.Rand) []string {
 	// The chain that makes every page reachable from the first host's "/".
 	switch {
 	case i+1 < cfg.pages:
-		out = append(out, pagePath(i+1))
+		out = append(out, g.href(h, i+1))
 	case h+1 < cfg.hosts:
-		out = append(out, g.bases[h+1]+"/")
+		out = append(out, g.bases[h+1]+g.href(h+1, 0))
 	default:
-		out = append(out, "/")
+		out = append(out, g.href(h, 0))
 	}
 	for len(out) < cfg.links-2 {
 		th := h
@@ -127,7 +155,7 @@ func (g *generator) links(h, i int, rng *rand.Rand) []string {
 			out = append(out, "/private/"+strconv.Itoa(rng.IntN(cfg.pages)))
 			continue
 		}
-		p := pagePath(rng.IntN(cfg.pages))
+		p := g.href(th, rng.IntN(cfg.pages))
 		switch {
 		case th != h:
 			out = append(out, g.bases[th]+p)

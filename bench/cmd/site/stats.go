@@ -11,6 +11,11 @@ import (
 // concurrent use.
 type stats struct {
 	hosts []*hostStats
+	// ranker, set in rank mode (-rank), computes Report.Rank from the
+	// pages fetched; addrs, set by -addr-gap, records page starts by
+	// address. Both are set before the site serves.
+	ranker *linkResolver
+	addrs  *addrStats
 	// mu guards inflight and maxInflight, counted across all hosts.
 	mu          sync.Mutex
 	inflight    int
@@ -43,7 +48,23 @@ func newStats(bases []string) *stats {
 	return s
 }
 
+// newSiteStats returns the stats of the site cfg describes, served by gen
+// at bases, with the rank and address records cfg asks for.
+func newSiteStats(cfg config, bases []string, gen *generator) *stats {
+	s := newStats(bases)
+	if cfg.rank {
+		s.ranker = newLinkResolver(gen)
+	}
+	if cfg.addrGap > 0 {
+		s.addrs = &addrStats{gap: cfg.addrGap, m: map[string]*addrStat{}}
+	}
+	return s
+}
+
 func (s *stats) reset() {
+	if s.addrs != nil {
+		s.addrs.reset()
+	}
 	s.mu.Lock()
 	s.maxInflight = s.inflight
 	s.mu.Unlock()
@@ -136,14 +157,26 @@ type Report struct {
 	// hosts pooled; each gap is still between starts on one host) and SpanS
 	// (the longest).
 	Total HostReport `json:"total"`
+	// Rank is the share of the top-ranked known pages fetched (rank mode).
+	Rank *RankReport `json:"rank,omitempty"`
+	// Addrs are the page starts by address (-addr-gap), by address.
+	Addrs []AddrReport `json:"addrs,omitempty"`
 }
 
 func (s *stats) report() Report {
 	var r Report
 	r.Total.MinGapMS, r.Total.P05GapMS, r.Total.MedianGapMS = -1, -1, -1
 	var all []time.Duration
-	for _, h := range s.hosts {
+	var fetched []target
+	for hi, h := range s.hosts {
 		h.mu.Lock()
+		if s.ranker != nil {
+			for p := range h.paths {
+				if i, kind := s.ranker.g.pageNumber(p); kind == kindPage {
+					fetched = append(fetched, target{hi, i})
+				}
+			}
+		}
 		hr := HostReport{
 			Base: h.base, Requests: h.requests, Distinct: len(h.paths), Robots: h.robots,
 			MaxInflight: h.maxInflight, PageStarts: h.pageStarts, MinGapMS: -1, NewConns: h.conns,
@@ -185,6 +218,13 @@ func (s *stats) report() Report {
 	r.Total.MaxInflight = s.maxInflight
 	s.mu.Unlock()
 	r.Total.Base = "all"
+	if s.ranker != nil {
+		rank := rankShare(s.ranker, fetched)
+		r.Rank = &rank
+	}
+	if s.addrs != nil {
+		r.Addrs = s.addrs.report()
+	}
 	return r
 }
 

@@ -55,6 +55,23 @@ type Counters struct {
 	// Procs is the number of worker processes the crawl ran, when it ran
 	// any (the storage scenario's multi-process crawl).
 	Procs atomic.Int64
+	// Held is what a sampled crawl held at most (crawl-magpie -sample);
+	// nil when not sampled. The crawl sets it before it returns.
+	Held *Held
+}
+
+// Held is the most a crawl held at once, read every so often while it ran
+// (so a lower bound of the true peak): the queue entries it had leased and
+// the requests waiting in the politeness gate for their host's turn.
+type Held struct {
+	// MaxLeased is the most queue entries leased at once
+	// (storage.QueueLen.Leased), -1 for a crawl with no queue.
+	MaxLeased int64 `json:"max_leased"`
+	// MaxParked is the most requests parked in the gate at once
+	// (magpie's Stats().Parked).
+	MaxParked int64 `json:"max_parked"`
+	// Samples counts the readings.
+	Samples int64 `json:"samples"`
 }
 
 // CrawlFunc crawls the site described by cfg until done or ctx ends.
@@ -76,6 +93,7 @@ type Result struct {
 	AllocsPerPage float64 `json:"allocs_per_page"`
 	Frontier      int64   `json:"frontier,omitempty"`
 	Procs         int64   `json:"procs,omitempty"`
+	Held          *Held   `json:"held,omitempty"`
 	TimedOut      bool    `json:"timed_out,omitempty"`
 	Err           string  `json:"err,omitempty"`
 }
@@ -158,7 +176,7 @@ func Run(ctx context.Context, impl string, fn CrawlFunc, cfg Config) (Result, er
 	res := Result{
 		Impl: impl, P: cfg.P, Pages: n.Pages.Load(), Errors: n.Errors.Load(),
 		WallS: wall.Seconds(), TimedOut: ctx.Err() != nil,
-		Frontier: n.Frontier.Load(), Procs: n.Procs.Load(),
+		Frontier: n.Frontier.Load(), Procs: n.Procs.Load(), Held: n.Held,
 	}
 	if wall > 0 {
 		res.PagesPerS = float64(res.Pages) / wall.Seconds()

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +181,31 @@ func TestRawHonoursRobots(t *testing.T) {
 			t.Errorf("Robots=%v: %d pages, robots.txt fetched %d times, /private/1 %d; want %d, %d, %d",
 				robots, n.Pages.Load(), hits["/robots.txt"], hits["/private/1"], wantPages, wantRobots, wantPrivate)
 		}
+	}
+}
+
+// TestRunHeld: the Held figures a crawl sets reach the result line, and a
+// crawl that sets none has none ("held" left out of the JSON).
+func TestRunHeld(t *testing.T) {
+	cfg, err := NewConfig("http://127.0.0.1:1/", 1, 0, 0, "")
+	if err != nil {
+		t.Fatalf("NewConfig: %v", err)
+	}
+	want := Held{MaxLeased: 7, MaxParked: 3, Samples: 2}
+	res, err := Run(t.Context(), "held", func(_ context.Context, _ Config, n *Counters) error {
+		h := want
+		n.Held = &h
+		return nil
+	}, cfg)
+	if err != nil || res.Held == nil || *res.Held != want {
+		t.Fatalf("Run = %+v, %v; want Held %+v", res, err, want)
+	}
+	b, _ := json.Marshal(res)
+	if !strings.Contains(string(b), `"held":{"max_leased":7,"max_parked":3,"samples":2}`) {
+		t.Errorf("result line %s: want its held figures", b)
+	}
+	res, _ = Run(t.Context(), "none", func(context.Context, Config, *Counters) error { return nil }, cfg)
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "held") {
+		t.Errorf("result line of an unsampled crawl %s: want no held figures", b)
 	}
 }

@@ -1,0 +1,197 @@
+package magpie
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// A queue run over a storage.HostQueue (the in-memory queue, sqlitestore,
+// redisstore) leases by host: the storage hands out only entries of hosts
+// that may start soon and hold few entries leased, highest priority first.
+// The run then needs none of the look-ahead that a FIFO queue calls for
+// (queueFrontier.room): every entry it leases is one its host can start
+// within hostLead, so it leases while it has room and the storage has
+// such entries, and waits otherwise.
+
+// hostLead is how far ahead of the clock a run asks for hosts that are
+// ready: an entry of a host whose Delay ends within it is leased now and
+// waits its turn in the gate (Gate.PutAfter holds it until the host's
+// stored ready time), so that the next request of a host starts when its
+// Delay ends and not one lease round later.
+const hostLead = time.Second
+
+// hostsAhead is how many entries of one host a run may hold leased per
+// request the host may have in flight: one downloading and one waiting
+// for its turn.
+const hostsAhead = 2
+
+// hostProbe is a host name no LimitRule should single out: a rule that
+// matches it is taken to match every host (see Limiter.MostParallel).
+const hostProbe = "magpie-frontier-probe.invalid"
+
+// hostLeasing is the part of a queueFrontier that a HostQueue needs.
+type hostLeasing struct {
+	hq storage.HostQueue
+	// perHost is the most entries of one host leased at once (by every
+	// consumer of the store): hostsAhead times the most requests the
+	// limits let any host have in flight; 0 when some host has no limit.
+	perHost int
+
+	// readyMu guards ready: the next allowed start of the hosts whose
+	// requests finished since the last lease, stored with the next
+	// LeaseHosts (see noteReady).
+	readyMu sync.Mutex
+	ready   map[string]time.Time
+
+	// warnedPriority is set once a request with a priority was pushed to
+	// a queue that is not a HostQueue (see notePriorityIgnored).
+	warnedPriority atomic.Bool
+}
+
+// initHosts sets the run up for a HostQueue, if q is one.
+func (f *queueFrontier) initHosts(q storage.Queue) {
+	hq, ok := q.(storage.HostQueue)
+	if !ok {
+		return
+	}
+	f.hosts.hq = hq
+	// A queue run has its threads, so a host no rule limits has no limit
+	// (run.newRun sets no host cap).
+	if most := f.c.shared.limiter.MostParallel(hostProbe, 0); most > 0 {
+		f.hosts.perHost = max(hostsAhead, hostsAhead*most)
+	}
+}
+
+// hostRoomLocked is how many entries a run over a HostQueue may hold
+// leased and unfinished: QueueLookahead when set, else maxAutoLookahead.
+// Every one is an entry its host can start soon, so the bound is only a
+// guard on memory; the gate's room and perHost are what bound a crawl.
+// f.mu is held.
+func (f *queueFrontier) hostRoomLocked() int {
+	if f.cfg.queueLookahead > 0 {
+		return max(f.base, f.cfg.queueLookahead)
+	}
+	return max(f.base, maxAutoLookahead)
+}
+
+// hostEntry is what a HostQueue stores for req, whose marshalled form is data.
+func hostEntry(req *Request, data []byte) storage.HostEntry {
+	return storage.HostEntry{Host: req.URL.Host, Priority: req.Priority, Data: data}
+}
+
+// pushReqs pushes data, the marshalled reqs, with their hosts and
+// priorities when the queue is a HostQueue.
+func (f *queueFrontier) pushReqs(ctx context.Context, reqs []*Request, data [][]byte) error {
+	if f.hosts.hq == nil {
+		f.notePriorityIgnored(reqs)
+		return f.q.Push(ctx, data...)
+	}
+	es := make([]storage.HostEntry, len(data))
+	for i := range data {
+		es[i] = hostEntry(reqs[i], data[i])
+	}
+	return f.hosts.hq.PushHosted(ctx, es...)
+}
+
+// pushUnvisited is storage.PushUnvisited, with hosts and priorities when
+// the queue is a HostQueue.
+func (f *queueFrontier) pushUnvisited(ctx context.Context, st storage.Storage, keys []uint64, reqs []*Request, data [][]byte) ([]bool, error) {
+	if f.hosts.hq == nil {
+		f.notePriorityIgnored(reqs)
+		return storage.PushUnvisited(ctx, st, f.q, keys, data)
+	}
+	es := make([]storage.HostEntry, len(data))
+	for i := range data {
+		es[i] = hostEntry(reqs[i], data[i])
+	}
+	return storage.PushUnvisitedHosted(ctx, st, f.hosts.hq, keys, es)
+}
+
+// noteReady records when req's host may start again, read from its
+// finished request's Ticket, to be stored with the next lease: a resumed
+// crawl, or another consumer of the store, then waits for it too. A host
+// without a Delay (its next start not in the future) needs nothing stored.
+func (f *queueFrontier) noteReady(req *Request) {
+	if f.hosts.hq == nil || req.ticket == nil {
+		return
+	}
+	t := req.ticket.NextStart()
+	if !t.After(time.Now()) {
+		return
+	}
+	h := &f.hosts
+	h.readyMu.Lock()
+	if h.ready == nil {
+		h.ready = map[string]time.Time{}
+	}
+	if old, ok := h.ready[req.URL.Host]; !ok || t.After(old) {
+		h.ready[req.URL.Host] = t
+	}
+	h.readyMu.Unlock()
+}
+
+// flushReady stores the ready times noted since the last call. A failure
+// keeps them for the next call: they are advice, the gate enforces the
+// Delay in this process whatever the store says.
+func (f *queueFrontier) flushReady(ctx context.Context) {
+	h := &f.hosts
+	h.readyMu.Lock()
+	ready := h.ready
+	h.ready = nil
+	h.readyMu.Unlock()
+	if len(ready) == 0 {
+		return
+	}
+	if err := h.hq.SetHostReady(ctx, ready); err != nil {
+		h.readyMu.Lock()
+		if h.ready == nil {
+			h.ready = ready
+		} else {
+			for k, t := range ready {
+				if old, ok := h.ready[k]; !ok || t.After(old) {
+					h.ready[k] = t
+				}
+			}
+		}
+		h.readyMu.Unlock()
+		f.c.logger.Debug("storing hosts' ready times", "hosts", len(ready), "err", err)
+	}
+}
+
+// leaseHosts leases up to n entries of hosts that may start within
+// hostLead, storing the ready times noted since the last lease first.
+func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry, error) {
+	f.flushReady(ctx)
+	return f.hosts.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, f.hosts.perHost, queueLeaseTTL)
+}
+
+// readyTimes returns a copy of the ready times not stored yet (tests).
+func (f *queueFrontier) readyTimes() map[string]time.Time {
+	f.hosts.readyMu.Lock()
+	defer f.hosts.readyMu.Unlock()
+	return maps.Clone(f.hosts.ready)
+}
+
+// notePriorityIgnored says once, at Warn, that the queue keeps no
+// priorities (a FIFO queue, such as a Colly queue storage), the first time
+// a request with one is pushed to it: its entries are leased in push order.
+func (f *queueFrontier) notePriorityIgnored(reqs []*Request) {
+	if f.hosts.warnedPriority.Load() {
+		return
+	}
+	for _, r := range reqs {
+		if r.Priority != 0 {
+			if f.hosts.warnedPriority.CompareAndSwap(false, true) {
+				f.c.logger.Warn("this queue storage keeps no priorities: its entries are leased in push order",
+					"storage", fmt.Sprintf("%T", f.q), "url", logURL(r), "priority", r.Priority)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
+
+// The host-aware queue (storage.HostQueue). Each entry of queue has a host
+// (the ID of its row in queue_hosts, 0 for the host "", so that an entry
+// does not carry its host's name twice, in its row and in the index) and a
+// rank, minus its priority, so that one ascending index (host_id, rank, seq)
+// lists a host's entries in lease order. An entry is in one of three
+// states, read from its columns:
+//
+//   - a candidate: not leased (lease_until NULL) and not delayed
+//     (not_before 0), ready for LeaseHosts;
+//   - delayed: not leased, not_before > 0 (a Release with a not-before
+//     time); it becomes a candidate when a sweep finds its time passed;
+//   - leased: lease_until set; when a sweep finds the lease expired it
+//     becomes a candidate again, keeping its token, so that the holder can
+//     still acknowledge or renew it until another consumer leases it.
+//
+// queue_hosts has a row per host with entries or with a ready time in the
+// future: its ID and name, its ready time, its count of leased entries,
+// and its head (the rank and seq of its first candidate). A host's row is
+// deleted only when it has no entries, so no entry refers to an ID that
+// was reused. Every statement that moves entries
+// between states reports what it did to a hostBook, which updates each
+// host touched once per transaction (not once per entry, which cost more
+// than the queue's own writes). A host is parked while its ready time may
+// be in the future; LeaseHosts walks the unparked hosts that have a head
+// by (head_rank, head_seq), which is the contract's order across hosts,
+// and takes from each its first candidates through the host index.
+//
+// The three changes that time makes (a lease expiring, a not-before time
+// passing, a host's ready time coming) have no statement to report them:
+// LeaseHosts and Head sweep them first, through partial indexes that hold
+// only the leased entries, the delayed entries and the parked hosts, so a
+// sweep costs what it changes, not what the queue holds. Plain Lease sweeps
+// only the expired leases, so that every entry it leases was not counted.
+var migrateHostQueue = `ALTER TABLE queue ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE queue ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX queue_host_rank ON queue (host_id, rank, seq);
+	DROP INDEX queue_lease_owner;
+	CREATE INDEX queue_leases ON queue (lease_until, lease_owner) WHERE lease_until IS NOT NULL;
+	CREATE INDEX queue_delayed ON queue (not_before) WHERE not_before > 0;
+	CREATE TABLE queue_hosts (
+		id        INTEGER PRIMARY KEY,
+		host      TEXT    NOT NULL UNIQUE,
+		ready_at  INTEGER NOT NULL DEFAULT 0,
+		parked    INTEGER NOT NULL DEFAULT 0,
+		leased    INTEGER NOT NULL DEFAULT 0,
+		head_rank INTEGER,
+		head_seq  INTEGER
+	);
+	CREATE INDEX queue_hosts_order ON queue_hosts (parked, head_rank, head_seq) WHERE head_seq IS NOT NULL;
+	CREATE INDEX queue_hosts_parked ON queue_hosts (ready_at) WHERE parked = 1;
+	INSERT INTO queue_hosts (id, host, leased, head_rank, head_seq)
+		SELECT 0, '', (SELECT COUNT(*) FROM queue WHERE lease_until IS NOT NULL), 0,
+			(SELECT MIN(seq) FROM queue WHERE lease_until IS NULL AND not_before = 0)
+		WHERE EXISTS (SELECT 1 FROM queue);
+	UPDATE queue_hosts SET head_rank = NULL WHERE head_seq IS NULL;`
+
+// candidatesFrom is a query of the rank and seq of up to limit candidates
+// of host (an ID), in lease order from the position (rank, seq), included when op
+// is ">=" and not when it is ">". It is two ranges of the host index, the
+// rest of rank and the ranks after, because SQLite bounds an index range
+// by a row value (rank, seq) on rank alone: seq is the rowid.
+func candidatesFrom(host, rank, seq, op, limit string) string {
+	r := strings.NewReplacer("{host}", host, "{rank}", rank, "{seq}", seq, "{op}", op, "{limit}", limit)
+	return r.Replace(`SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = {host} AND rank = {rank} AND seq {op} {seq} AND lease_until IS NULL AND not_before = 0
+			ORDER BY seq LIMIT {limit})
+		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = {host} AND rank > {rank} AND lease_until IS NULL AND not_before = 0
+			ORDER BY rank, seq LIMIT {limit})
+		LIMIT {limit}`)
+}
+
+// hostChange is what the statements of one transaction did to a host.
+type hostChange struct {
+	leased    int   // change in its count of leased entries
+	lost      bool  // a candidate stopped being one: the head may move on
+	gained    bool  // candidates appeared, the first at (rank, seq)
+	rank, seq int64 // the first candidate gained
+	removed   bool  // an entry was deleted: the host may have none left
+	// The candidates lost were the first ones, up to (toRank, toSeq) in
+	// lease order: the new head is found after it, not by walking from the
+	// old head past them.
+	prefix        bool
+	toRank, toSeq int64
+}
+
+// hostBook gathers the hostChanges of a transaction; flush applies them to
+// queue_hosts, a few statements per host touched. The zero value is ready
+// to use; a hostBook is used by one goroutine.
+type hostBook struct {
+	// The host last asked for, and its change: most transactions touch
+	// one host, asked for once per entry.
+	last    int64
+	lastCh  *hostChange
+	changes map[int64]*hostChange
+}
+
+// at returns the change of the host whose ID is host.
+func (b *hostBook) at(host int64) *hostChange {
+	if b.lastCh != nil && b.last == host {
+		return b.lastCh
+	}
+	if b.changes == nil {
+		b.changes = make(map[int64]*hostChange)
+	}
+	c := b.changes[host]
+	if c == nil {
+		c = &hostChange{}
+		b.changes[host] = c
+	}
+	b.last, b.lastCh = host, c
+	return c
+}
+
+// lease records that an entry of host was leased; wasCandidate tells
+// whether it was one (rather than a delayed entry whose time had come).
+func (b *hostBook) lease(host int64, wasCandidate bool) {
+	c := b.at(host)
+	c.leased++
+	if wasCandidate {
+		c.lose()
+	}
+}
+
+// lose records that a candidate of the host stopped being one.
+func (c *hostChange) lose() { c.lost, c.prefix = true, false }
+
+// leasePrefix records that the first k candidates of host, up to (rank,
+// seq) in lease order, were leased, and nothing else happened to the host.
+func (b *hostBook) leasePrefix(host int64, k int, rank, seq int64) {
+	c := b.at(host)
+	if *c != (hostChange{}) {
+		c.leased += k
+		c.lose()
+		return
+	}
+	*c = hostChange{leased: k, lost: true, prefix: true, toRank: rank, toSeq: seq}
+}
+
+// gain records that the entry (rank, seq) of host became a candidate.
+func (b *hostBook) gain(host, rank, seq int64) {
+	c := b.at(host)
+	if !c.gained || rank < c.rank || rank == c.rank && seq < c.seq {
+		c.gained, c.rank, c.seq = true, rank, seq
+	}
+}
+
+// Statements of flush: ?1 is the host's ID.
+const (
+	// The head moves on from where it was: no candidate comes before it,
+	// but those gained, which flushGain adds after.
+	flushLost = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
+		`SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE id = ?1)
+				AND seq >= (SELECT head_seq FROM queue_hosts WHERE id = ?1)
+				AND lease_until IS NULL AND not_before = 0
+			ORDER BY seq LIMIT 1)
+		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = ?1 AND rank > (SELECT head_rank FROM queue_hosts WHERE id = ?1)
+				AND lease_until IS NULL AND not_before = 0
+			ORDER BY rank, seq LIMIT 1)
+		LIMIT 1)
+		WHERE id = ?1`
+	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
+	flushGain   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
+	// A host with no entry left, whose ready time has come (it is not
+	// parked), is forgotten.
+	flushEmpty = `DELETE FROM queue_hosts WHERE id = ?1
+		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
+			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = ?1) ELSE 0 END`
+)
+
+// flushPrefix moves the head on from (?3, ?4), the last of the candidates
+// leased.
+var flushPrefix = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
+	candidatesFrom("?1", "?3", "?4", ">", "1") + `) WHERE id = ?1`
+
+// flush applies the changes of b to queue_hosts within tx, and empties b.
+func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
+	for host, c := range b.changes {
+		var err error
+		switch {
+		case c.prefix:
+			_, err = s.exec(ctx, tx, flushPrefix, host, c.leased, c.toRank, c.toSeq)
+		case c.lost:
+			_, err = s.exec(ctx, tx, flushLost, host, c.leased)
+		case c.leased != 0:
+			_, err = s.exec(ctx, tx, flushLeased, host, c.leased)
+		}
+		if err == nil && c.gained {
+			_, err = s.exec(ctx, tx, flushGain, host, c.rank, c.seq)
+		}
+		if err == nil && c.removed {
+			_, err = s.exec(ctx, tx, flushEmpty, host)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	*b = hostBook{}
+	return nil
+}
+
+// sweepLeases makes the entries whose lease expired at ?1 candidates. The
+// token stays: the holder of an expired lease may still acknowledge or
+// renew it until another consumer leases the entry.
+const sweepLeases = `UPDATE queue SET lease_until = NULL, not_before = 0 WHERE lease_until <= ?1
+	RETURNING host_id, rank, seq`
+
+// sweepDelayed makes the entries whose not-before time passed at ?1
+// candidates (or, leased, leaves them leased).
+const sweepDelayed = `UPDATE queue SET not_before = 0 WHERE not_before > 0 AND not_before <= ?1
+	RETURNING host_id, rank, seq, lease_until IS NULL`
+
+// forgetHosts forgets the parked hosts whose ready time came at ?1 and that
+// have no entries; unparkHosts unparks the others.
+const (
+	forgetHosts = `DELETE FROM queue_hosts WHERE parked = 1 AND ready_at <= ?1
+		AND head_seq IS NULL AND leased = 0
+		AND NOT EXISTS (SELECT 1 FROM queue WHERE host_id = queue_hosts.id)`
+	unparkHosts = `UPDATE queue_hosts SET parked = 0 WHERE parked = 1 AND ready_at <= ?1`
+)
+
+// sweepDue tells whether a sweep at ?1 has anything to do.
+const sweepDue = `SELECT EXISTS (SELECT 1 FROM queue WHERE lease_until <= ?1)
+	OR EXISTS (SELECT 1 FROM queue WHERE not_before > 0 AND not_before <= ?1)
+	OR EXISTS (SELECT 1 FROM queue_hosts WHERE parked = 1 AND ready_at <= ?1)`
+
+// sweepExpired applies the expiry of leases at now, and flushes.
+func (s *Store) sweepExpired(ctx context.Context, tx *sql.Tx, now int64) error {
+	var b hostBook
+	err := s.eachRow(ctx, tx, sweepLeases, []any{now}, func(rows *sql.Rows) error {
+		var host, rank, seq int64
+		if err := rows.Scan(&host, &rank, &seq); err != nil {
+			return err
+		}
+		c := b.at(host)
+		c.leased--
+		b.gain(host, rank, seq)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.flush(ctx, tx, &b)
+}
+
+// sweep applies, as of now, every change that time makes: expired leases
+// and passed not-before times make their entries candidates, and hosts
+// whose ready time has come are unparked (or forgotten, with no entries).
+func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) error {
+	// One statement when there is nothing to sweep, the common case.
+	var due bool
+	if err := tx.StmtContext(ctx, s.prepared[sweepDue]).QueryRowContext(ctx, now).Scan(&due); err != nil || !due {
+		return err
+	}
+	if err := s.sweepExpired(ctx, tx, now); err != nil {
+		return err
+	}
+	var b hostBook
+	err := s.eachRow(ctx, tx, sweepDelayed, []any{now}, func(rows *sql.Rows) error {
+		var host, rank, seq int64
+		var free bool
+		if err := rows.Scan(&host, &rank, &seq, &free); err != nil {
+			return err
+		}
+		if free {
+			b.gain(host, rank, seq)
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.flush(ctx, tx, &b)
+	}
+	for _, q := range []string{forgetHosts, unparkHosts} {
+		if err == nil {
+			_, err = s.exec(ctx, tx, q, now)
+		}
+	}
+	return err
+}
+
+// exec runs the prepared statement of query within tx.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	return tx.StmtContext(ctx, s.prepared[query]).ExecContext(ctx, args...)
+}
+
+// eachRow runs the prepared statement of query within tx and calls f for
+// each row; the rows are closed when it returns.
+func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, f func(*sql.Rows) error) error {
+	rows, err := tx.StmtContext(ctx, s.prepared[query]).QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// preparedQueries are the statements of the host-aware queue that Open
+// prepares into Store.prepared.
+var preparedQueries = []string{flushLost, flushLeased, flushPrefix, flushGain, flushEmpty,
+	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
+	insertHosted, leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
+	ackLeased, ackSwept, releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
+	pushedPlain, hostIDQuery, hostName}

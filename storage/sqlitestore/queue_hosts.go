@@ -1,0 +1,486 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/magpiecrawl/magpie/storage"
+)
+
+// insertHosted appends an entry: ?1 data, ?2 host ID, ?3 rank.
+const insertHosted = "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)"
+
+// hostIDQuery returns the ID of host ?1, creating its row if it has none.
+// The host "" is always 0 (a conflict on the ID is then one on the host).
+const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
+	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
+
+// hostName returns the name of the host whose ID is ?1.
+const hostName = "SELECT host FROM queue_hosts WHERE id = ?1"
+
+// leaseHostQuery leases up to ?7 candidates of host ID ?4 from its head (rank
+// ?5, seq ?6) on: ?1 lease end, ?2 token, ?3 owner.
+var leaseHostQuery = `UPDATE queue
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	WHERE seq IN (SELECT seq FROM (` + candidatesFrom("?4", "?5", "?6", ">=", "?7") + `))
+	RETURNING seq, data, deliveries, rank`
+
+// nextHostsQuery lists up to ?4 hosts with candidates, unparked (?1 = 0) or
+// parked (1), in lease order after the head (rank ?2, seq ?3).
+const nextHostsQuery = `SELECT id, host, ready_at, leased, head_rank, head_seq FROM queue_hosts
+	WHERE parked = ?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
+	ORDER BY head_rank, head_seq LIMIT ?4`
+
+// nextReadyQuery finds the first moment after ?1 when something may become
+// ready: a lease expiring, a not-before time passing, a host's ready time
+// coming; NULL when nothing waits.
+const nextReadyQuery = `SELECT MIN(t) FROM (
+	SELECT MIN(lease_until) AS t FROM queue WHERE lease_until > ?1
+	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > ?1
+	UNION ALL SELECT MIN(ready_at) FROM queue_hosts WHERE parked = 1)`
+
+// hostRow is a row of queue_hosts as nextHostsQuery reads it.
+type hostRow struct {
+	id                int64
+	host              string
+	readyAt, leased   int64
+	headRank, headSeq int64
+}
+
+// hostLeased is an entry that Lease leased, with its seq and host ID.
+type hostLeased struct {
+	seq, host int64
+	e         storage.Entry
+}
+
+// nameHosts sets the Host of the entries of out, by their host IDs, one
+// query per host other than "".
+func (s *Store) nameHosts(ctx context.Context, tx *sql.Tx, out []hostLeased) error {
+	var names map[int64]string
+	for i := range out {
+		id := out[i].host
+		if id == 0 {
+			continue
+		}
+		name, ok := names[id]
+		if !ok {
+			if err := tx.StmtContext(ctx, s.prepared[hostName]).QueryRowContext(ctx, id).Scan(&name); err != nil {
+				return err
+			}
+			if names == nil {
+				names = make(map[int64]string)
+			}
+			names[id] = name
+		}
+		out[i].e.Host = name
+	}
+	return nil
+}
+
+// unixNano is t in Unix nanoseconds, clamped to what an int64 holds (the
+// zero time is before any time stored).
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// PushHosted implements storage.HostQueue: entries are appended in one
+// transaction, all or none, each under its host and priority. With
+// WithMaxSize it returns storage.ErrQueueFull when they do not all fit; a
+// priority outside the int32 range is an error wrapping
+// storage.ErrPriorityRange, and nothing is pushed.
+func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	for i, e := range entries {
+		if err := storage.CheckPriority(e.Priority); err != nil {
+			return fmt.Errorf("sqlitestore: push hosted: entry %d (host %q, priority %d): %w", i, e.Host, e.Priority, err)
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.checkRoom(ctx, tx, len(entries)); err != nil {
+			return err
+		}
+		var b hostBook
+		ids := make(map[string]int64)
+		stmt := tx.StmtContext(ctx, s.prepared[insertHosted])
+		for _, e := range entries {
+			id, ok := ids[e.Host]
+			if !ok {
+				err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
+				if err != nil {
+					return err
+				}
+				ids[e.Host] = id
+			}
+			d := e.Data
+			if d == nil {
+				d = []byte{}
+			}
+			rank := -int64(e.Priority)
+			seq, err := lastID(stmt.ExecContext(ctx, d, id, rank))
+			if err != nil {
+				return err
+			}
+			b.gain(id, rank, seq)
+		}
+		return s.flush(ctx, tx, &b)
+	})
+	if err != nil {
+		return s.wrap("push hosted", err)
+	}
+	s.wake.signal()
+	return nil
+}
+
+// lastID is the rowid a statement's result reports.
+func lastID(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// checkRoom returns storage.ErrQueueFull when n more entries would take the
+// queue past WithMaxSize.
+func (s *Store) checkRoom(ctx context.Context, tx *sql.Tx, n int) error {
+	if s.cfg.maxSize <= 0 {
+		return nil
+	}
+	var total int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue").Scan(&total); err != nil {
+		return err
+	}
+	if total+n > s.cfg.maxSize {
+		return storage.ErrQueueFull
+	}
+	return nil
+}
+
+// LeaseHosts implements storage.HostQueue in one transaction. now is the
+// time of the whole call: hosts' ready times, entries' not-before times and
+// leases' expiry are read against it, and the leases it grants run ttl
+// from it. Hosts are taken in the order of their first candidate (highest
+// priority, then oldest), each giving its first candidates up to perHost
+// minus its leased entries (perHost <= 0: no limit). The cost is O(log n)
+// per entry handed out, plus one index step per ready host that is full.
+func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]storage.Entry, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if n < 1 || ttl <= 0 {
+		return nil, fmt.Errorf("sqlitestore: lease hosts(%d, %v): %w", n, ttl, ErrInvalidArgument)
+	}
+	nowNs := unixNano(now)
+	until := nowNs + ttl.Nanoseconds()
+	if until < nowNs {
+		until = math.MaxInt64
+	}
+	token := rand.Int64()
+	var out []storage.Entry
+	var next sql.NullInt64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out, next = out[:0], sql.NullInt64{}
+		if err := s.sweep(ctx, tx, nowNs); err != nil {
+			return err
+		}
+		var err error
+		var b hostBook
+		if out, err = s.leaseHosts(ctx, tx, &b, nowNs, n, perHost, until, token); err != nil {
+			return err
+		}
+		if err := s.flush(ctx, tx, &b); err != nil {
+			return err
+		}
+		if len(out) < n {
+			return tx.StmtContext(ctx, s.prepared[nextReadyQuery]).QueryRowContext(ctx, nowNs).Scan(&next)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("lease hosts", err)
+	}
+	if next.Valid {
+		s.wake.wakeAt(time.Unix(0, next.Int64))
+	} else if len(out) > 0 {
+		s.wake.wakeAt(time.Unix(0, until))
+	}
+	if len(out) == 0 {
+		return nil, storage.ErrQueueEmpty
+	}
+	return out, nil
+}
+
+// leaseHosts walks the unparked hosts in lease order and leases from each
+// its share, until n are leased or no host is left. Leasing moves a host's
+// head on in the index only at the flush, after the walk: the walk meets
+// each host once.
+func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int64, n, perHost int, until, token int64) ([]storage.Entry, error) {
+	var out []storage.Entry
+	after := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
+	for len(out) < n {
+		hosts, err := s.readHosts(ctx, tx, 0, after, min(max(n-len(out), 16), 256))
+		if err != nil || len(hosts) == 0 {
+			return out, err
+		}
+		after = hosts[len(hosts)-1]
+		for _, h := range hosts {
+			if len(out) == n {
+				break
+			}
+			if h.readyAt > now {
+				// Unparked by a sweep at a later now than this call's
+				// (another consumer's clock): park it again.
+				if _, err := tx.ExecContext(ctx, "UPDATE queue_hosts SET parked = 1 WHERE id = ?", h.id); err != nil {
+					return out, err
+				}
+				continue
+			}
+			quota := n - len(out)
+			if perHost > 0 {
+				quota = min(quota, perHost-int(h.leased))
+			}
+			if quota <= 0 {
+				continue
+			}
+			if out, err = s.leaseFrom(ctx, tx, b, h, quota, until, token, out); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// readHosts reads up to limit hosts with candidates, parked or not, in
+// lease order after the head of after.
+func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hostRow, limit int) ([]hostRow, error) {
+	var hosts []hostRow
+	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit}, func(rows *sql.Rows) error {
+		var h hostRow
+		if err := rows.Scan(&h.id, &h.host, &h.readyAt, &h.leased, &h.headRank, &h.headSeq); err != nil {
+			return err
+		}
+		hosts = append(hosts, h)
+		return nil
+	})
+	return hosts, err
+}
+
+// leaseFrom leases up to quota candidates of h, from its head on, and
+// appends them to out in lease order.
+func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRow, quota int, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
+	type leased struct {
+		rank, seq int64
+		e         storage.Entry
+	}
+	var got []leased
+	err := s.eachRow(ctx, tx, leaseHostQuery, []any{until, token, s.owner, h.id, h.headRank, h.headSeq, quota}, func(rows *sql.Rows) error {
+		var l leased
+		if err := rows.Scan(&l.seq, &l.e.Data, &l.e.Deliveries, &l.rank); err != nil {
+			return err
+		}
+		l.e.ID, l.e.Host, l.e.Priority = leaseID(l.seq, token, h.id), h.host, int(-l.rank)
+		got = append(got, l)
+		return nil
+	})
+	if err != nil || len(got) == 0 {
+		return out, err
+	}
+	// RETURNING has no defined order.
+	slices.SortFunc(got, func(a, b leased) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
+	})
+	last := got[len(got)-1]
+	b.leasePrefix(h.id, len(got), last.rank, last.seq)
+	for _, l := range got {
+		out = append(out, l.e)
+	}
+	return out, nil
+}
+
+// SetHostReady implements storage.HostQueue in one transaction: each host's
+// ready time becomes the later of the stored one and the given one. A time
+// already past for a host the Store does not know is not stored (the host
+// has nothing to hold back).
+func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		later, err := tx.PrepareContext(ctx, `INSERT INTO queue_hosts (id, host, ready_at, parked)
+			VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1, ?2, 1)
+			ON CONFLICT DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`)
+		if err != nil {
+			return err
+		}
+		defer later.Close()
+		past, err := tx.PrepareContext(ctx, "UPDATE queue_hosts SET ready_at = ?2, parked = 1 WHERE host = ?1 AND ready_at < ?2")
+		if err != nil {
+			return err
+		}
+		defer past.Close()
+		for host, t := range ready {
+			at, stmt := unixNano(t), later
+			if at <= now {
+				stmt = past
+			}
+			if _, err := stmt.ExecContext(ctx, host, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap("set host ready", err)
+}
+
+// Head implements storage.HostQueue: up to n pending entries, hosts in the
+// order LeaseHosts takes them (ready or not, full or not), each host's
+// candidates and delayed entries in rank order. It sweeps first, as
+// LeaseHosts does, so it is a write transaction.
+func (s *Store) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, nil
+	}
+	var out []storage.HeadEntry
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		if err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
+			return err
+		}
+		start := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
+		// Both lists are in lease order; n hosts of each are enough, as
+		// every host listed gives at least one entry.
+		ready, err := s.readHosts(ctx, tx, 0, start, n)
+		if err != nil {
+			return err
+		}
+		parked, err := s.readHosts(ctx, tx, 1, start, n)
+		if err != nil {
+			return err
+		}
+		hosts := append(ready, parked...)
+		slices.SortFunc(hosts, func(a, b hostRow) int {
+			return cmp.Or(cmp.Compare(a.headRank, b.headRank), cmp.Compare(a.headSeq, b.headSeq))
+		})
+		listed := make(map[string]bool, len(hosts))
+		for _, h := range hosts {
+			if len(out) == n {
+				return nil
+			}
+			listed[h.host] = true
+			if out, err = headOf(ctx, tx, h, n-len(out), out); err != nil {
+				return err
+			}
+		}
+		// Every host with a candidate is listed; the hosts whose entries
+		// all wait for their not-before time come last.
+		out, err = delayedOnly(ctx, tx, listed, n-len(out), out)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap("head", err)
+	}
+	return out, nil
+}
+
+// delayedOnly appends up to limit delayed entries of hosts not in listed to
+// out: hosts by their first not-before time, each host's entries in rank
+// order.
+func delayedOnly(ctx context.Context, tx *sql.Tx, listed map[string]bool, limit int, out []storage.HeadEntry) ([]storage.HeadEntry, error) {
+	if limit <= 0 {
+		return out, nil
+	}
+	type delayed struct {
+		rank, seq int64
+		e         storage.HeadEntry
+	}
+	var hosts []string
+	byHost := make(map[string][]delayed)
+	rows, err := tx.QueryContext(ctx, `SELECT h.host, q.rank, q.seq, q.data, q.not_before, h.ready_at
+		FROM queue q JOIN queue_hosts h ON h.id = q.host_id
+		WHERE q.not_before > 0 AND q.lease_until IS NULL ORDER BY q.not_before`)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for n := 0; n < limit && rows.Next(); {
+		var d delayed
+		var notBefore, readyAt int64
+		if err := rows.Scan(&d.e.Host, &d.rank, &d.seq, &d.e.Data, &notBefore, &readyAt); err != nil {
+			return out, err
+		}
+		if listed[d.e.Host] {
+			continue
+		}
+		d.e.Priority, d.e.NotBefore = int(-d.rank), time.Unix(0, notBefore)
+		if readyAt > 0 {
+			d.e.HostReady = time.Unix(0, readyAt)
+		}
+		if byHost[d.e.Host] == nil {
+			hosts = append(hosts, d.e.Host)
+		}
+		byHost[d.e.Host] = append(byHost[d.e.Host], d)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return out, err
+	}
+	for _, h := range hosts {
+		ds := byHost[h]
+		slices.SortFunc(ds, func(a, b delayed) int {
+			return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
+		})
+		for _, d := range ds {
+			out = append(out, d.e)
+		}
+	}
+	return out, nil
+}
+
+// headOf appends up to limit pending entries of h, in rank order, to out.
+func headOf(ctx context.Context, tx *sql.Tx, h hostRow, limit int, out []storage.HeadEntry) ([]storage.HeadEntry, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rank, data, not_before FROM queue
+		WHERE host_id = ? AND lease_until IS NULL ORDER BY rank, seq LIMIT ?`, h.id, limit)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rank, notBefore int64
+		e := storage.HeadEntry{Host: h.host}
+		if err := rows.Scan(&rank, &e.Data, &notBefore); err != nil {
+			return out, err
+		}
+		e.Priority = int(-rank)
+		if notBefore > 0 {
+			e.NotBefore = time.Unix(0, notBefore)
+		}
+		if h.readyAt > 0 {
+			e.HostReady = time.Unix(0, h.readyAt)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
