@@ -63,6 +63,7 @@ func RunHostQueue(t *testing.T, open func(t *testing.T) storage.HostQueue) {
 		{"HostReady", hostReady},
 		{"HostReadyLaterKept", hostReadyLaterKept},
 		{"HostReadyWithoutEntries", hostReadyWithoutEntries},
+		{"ReadyAhead", hostReadyAhead},
 		{"PerHost", hostPerHost},
 		{"PerHostAnyConsumer", hostPerHostAnyConsumer},
 		{"PerHostSlotFreed", hostPerHostSlotFreed},
@@ -260,6 +261,30 @@ func hostReadyLaterKept(t *testing.T, q storage.HostQueue) {
 	}
 	if err := q.SetHostReady(t.Context(), nil); err != nil {
 		t.Errorf("SetHostReady(nil) error = %v, want nil", err)
+	}
+}
+
+// hostReadyAhead: a run leases with a now ahead of the clock and holds
+// each entry until its Entry.HostReady, so LeaseHosts hands out the entries
+// of the hosts ready by that now, each with its host's stored ready time
+// (at the millisecond), zero for a host with none and for host "".
+func hostReadyAhead(t *testing.T, q storage.HostQueue) {
+	base := time.Now().Truncate(time.Millisecond)
+	ahead := base.Add(time.Hour)
+	hostPush(t, q, he("a", 0, "a1"), he("none", 0, "n1"), he("later", 0, "l1"), he("", 3, "plain"))
+	setReady(t, q, map[string]time.Time{"a": ahead, "later": ahead.Add(time.Millisecond)})
+	got := mustLeaseHosts(t, q, ahead, 10, 0, long)
+	if d := datas(got); !sameSet(d, []string{"a1", "n1", "plain"}) {
+		t.Fatalf("LeaseHosts(now = a's ready time) = %q, want a1, n1 and plain (later is ready a millisecond after)", d)
+	}
+	for _, e := range got {
+		want := time.Time{}
+		if e.Host == "a" {
+			want = ahead
+		}
+		if !sameMilli(e.HostReady, want) {
+			t.Errorf("LeaseHosts(): %q of host %q HostReady = %v, want %v", e.Data, e.Host, e.HostReady, want)
+		}
 	}
 }
 
