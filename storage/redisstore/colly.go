@@ -50,26 +50,20 @@ func (s *Store) removeVisitedTTL(ctx context.Context, ids []uint64) error {
 }
 
 // pushUnvisitedTTL is PushUnvisited with expiring marks: it looks the keys
-// up (one pipelined EXISTS each) and pushes the absent ones. Not atomic
-// with the lookup, which costs nothing here: PushUnvisited marks nothing,
-// and a second copy of an entry is refused as visited when it is leased.
+// up (see unvisitedTTL) and pushes the absent ones. Not atomic with the
+// lookup, which costs nothing here: PushUnvisited marks nothing, and a
+// second copy of an entry is refused as visited when it is leased.
 func (s *Store) pushUnvisitedTTL(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
-	pushed := make([]bool, len(data))
 	if len(data) == 0 {
-		return pushed, nil
+		return make([]bool, 0), nil
 	}
-	p := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = p.Exists(ctx, s.ttlKey(k))
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return nil, s.wrap("push unvisited", err)
+	pushed, err := s.unvisitedTTL(ctx, keys)
+	if err != nil {
+		return nil, err
 	}
 	todo := make([][]byte, 0, len(data))
-	for i, c := range cmds {
-		if c.Val() == 0 {
-			pushed[i] = true
+	for i, ok := range pushed {
+		if ok {
 			todo = append(todo, data[i])
 		}
 	}
@@ -80,6 +74,24 @@ func (s *Store) pushUnvisitedTTL(ctx context.Context, keys []uint64, data [][]by
 		return nil, err
 	}
 	return pushed, nil
+}
+
+// unvisitedTTL reports, per key, whether its expiring mark is absent, with
+// one pipelined EXISTS each.
+func (s *Store) unvisitedTTL(ctx context.Context, keys []uint64) ([]bool, error) {
+	p := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = p.Exists(ctx, s.ttlKey(k))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, s.wrap("push unvisited", err)
+	}
+	absent := make([]bool, len(keys))
+	for i, c := range cmds {
+		absent[i] = c.Val() == 0
+	}
+	return absent, nil
 }
 
 // Storage is a Store configured the way Colly's redisstorage.Storage is, so

@@ -64,8 +64,8 @@
 // as far as the pushing processes' clocks agree: a partitioned Store
 // numbers its entries from its clock and a counter, so that entries pushed
 // together keep their order. Host "" (Push's entries) has entries in every
-// partition: SetHostReady sets its time in each, and a per-host limit
-// holds for it in each.
+// partition; as on one server, it has no ready time (SetHostReady ignores
+// it) and no per-host limit.
 //
 // Queue operations are Lua scripts, so each is atomic however many Stores
 // run. An entry stays in the stream, and in the group's pending list once

@@ -94,14 +94,96 @@ func (s *Store) pushHosted(ctx context.Context, entries []storage.HostEntry, ids
 	return nil
 }
 
+var _ storage.HostVisitedPusher = (*Store)(nil)
+
+// PushUnvisitedHosted implements storage.HostVisitedPusher: the keys are
+// looked up in the visited set and the entries whose keys are absent are
+// pushed as PushHosted pushes them, atomically, in one script; it reports
+// per entry whether it was pushed, and marks nothing visited. With
+// Options.MaxSize it returns storage.ErrQueueFull, pushing nothing, when
+// those do not all fit; storage.ErrPriorityRange as PushHosted. A
+// partitioned frontier takes two steps, as PushUnvisited does there (the
+// lookup, then the pushes), and so do expiring marks (Options.VisitedTTL).
+func (s *Store) PushUnvisitedHosted(ctx context.Context, keys []uint64, entries []storage.HostEntry) ([]bool, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(keys) != len(entries) {
+		return nil, fmt.Errorf("redisstore: push unvisited hosted: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(entries))
+	}
+	for _, e := range entries {
+		if err := storage.CheckPriority(e.Priority); err != nil {
+			return nil, fmt.Errorf("redisstore: push unvisited hosted: host %q, priority %d: %w", e.Host, e.Priority, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return make([]bool, 0), nil
+	}
+	var absent []bool
+	var err error
+	switch {
+	case s.ttl > 0:
+		absent, err = s.unvisitedTTL(ctx, keys)
+	case s.parts != nil:
+		absent, err = s.unvisitedShards(ctx, keys)
+	default:
+		return s.pushUnvisitedHosted(ctx, keys, entries)
+	}
+	if err != nil {
+		return nil, err
+	}
+	todo := make([]storage.HostEntry, 0, len(entries))
+	for i, ok := range absent {
+		if ok {
+			todo = append(todo, entries[i])
+		}
+	}
+	if len(todo) > 0 {
+		if err := s.PushHosted(ctx, todo...); err != nil {
+			return nil, err
+		}
+	}
+	return absent, nil
+}
+
+// pushUnvisitedHosted runs hqPushUnvisitedScript on s's keys and the
+// visited shards of keys.
+func (s *Store) pushUnvisitedHosted(ctx context.Context, keys []uint64, entries []storage.HostEntry) ([]bool, error) {
+	rkeys := slices.Grow(s.hqKeys(), len(keys))
+	args := append(s.hqArgs(1+4*len(entries)), s.maxSize)
+	for i, e := range entries {
+		rkeys = append(rkeys, s.visitedKey(keys[i]))
+		args = append(args, member(keys[i]), e.Host, e.Priority, e.Data)
+	}
+	res, err := s.durableScript(ctx, hqPushUnvisitedScript, rkeys, args...)
+	if err != nil {
+		return nil, s.wrap("push unvisited hosted", err)
+	}
+	if len(res) != len(entries)+1 {
+		return nil, s.wrap("push unvisited hosted", errBadReply)
+	}
+	if res[0] == 1 {
+		return nil, fmt.Errorf("redisstore: push unvisited hosted %d entries: %w", len(entries), storage.ErrQueueFull)
+	}
+	pushed := make([]bool, len(entries))
+	for i := range pushed {
+		pushed[i] = res[i+1] == 1
+	}
+	return pushed, nil
+}
+
 // LeaseHosts implements storage.HostQueue in one script: up to n entries
 // of the hosts whose ready time is not after now and that hold fewer than
 // perHost leases, best first (priority, then push order) across hosts,
-// each host giving at most perHost minus its leases. Hosts' ready times
-// are compared with now, the caller's clock (SetHostReady takes the same
-// clock); lease deadlines and entries' not-before times are the server's,
-// as for Lease. It returns storage.ErrQueueEmpty when nothing can be
-// handed out. On a partitioned frontier it takes two round trips, each to
+// each host giving at most perHost minus its leases. Host "" (Push's
+// entries) has neither a limit nor a ready time. Hosts' ready times are
+// compared with now, the caller's clock (SetHostReady takes the same
+// clock), and each entry carries its host's in Entry.HostReady; lease
+// deadlines and entries' not-before times are the server's, as for Lease.
+// It returns storage.ErrQueueEmpty when nothing can be handed out. On a partitioned frontier it takes two round trips, each to
 // every partition at once: one to list what each would give, one to
 // lease the n best of those.
 func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]storage.Entry, error) {
@@ -149,12 +231,13 @@ func readyMillis(t time.Time) int64 {
 // partitioned frontier, one per partition, at once): each host keeps the
 // later of its stored ready time and the one given. Times are kept to the
 // millisecond, rounded up, and persist as the entries do; a host with no
-// entries left forgets its time once the time has passed.
+// entries left forgets its time once the time has passed. Host "" is
+// ignored: Push's entries have no ready time.
 func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if len(ready) == 0 {
+	if len(ready) == 0 || len(ready) == 1 && hasHost(ready, "") {
 		return nil
 	}
 	if s.parts != nil {
@@ -162,7 +245,9 @@ func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) er
 	}
 	args := s.hqArgs(2 * len(ready))
 	for h, t := range ready {
-		args = append(args, h, readyMillis(t))
+		if h != "" {
+			args = append(args, h, readyMillis(t))
+		}
 	}
 	return s.wrap("set host ready", hqReadyScript.Run(ctx, s.rdb, s.hqKeys(), args...).Err())
 }
@@ -193,6 +278,12 @@ func (s *Store) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
 		parts = []*headPart{p}
 	}
 	return mergeHeads(parts, n), nil
+}
+
+// hasHost reports whether ready has a time for host.
+func hasHost(ready map[string]time.Time, host string) bool {
+	_, ok := ready[host]
+	return ok
 }
 
 // headPart is one partition's answer to Head.

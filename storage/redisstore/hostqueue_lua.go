@@ -204,72 +204,114 @@ local function streamLane(snow, k)
 end
 `
 
+// hqPushAt defines pushAt, the push of hqPushScript and
+// hqPushUnvisitedScript.
+const hqPushAt = `
+-- pushAt appends, all or none, the entries whose host, priority and data
+-- are ARGV[i], ARGV[i + 1] and ARGV[i + 2] for each i of at, with IDs from
+-- the server's clock, or, when proposed, the IDs proposed in ARGV[i + 3]
+-- unless the partition issued a later one. An entry of host "" and
+-- priority 0 is appended to the stream, as Push does; the others go to
+-- their hosts. It returns false, pushing nothing, when they do not all
+-- fit in max (0: no limit).
+local function pushAt(max, at, proposed)
+	if #at == 0 then return true end
+	if max > 0 and redis.call('XLEN', Q) + redis.call('HLEN', E) + #at > max then
+		return false
+	end
+	local ms, seq = 0, -1
+	if not proposed then ms = nowms() end
+	local last = redis.call('GET', LAST)
+	if not last then
+		local e = redis.call('XREVRANGE', Q, '+', '-', 'COUNT', 1)
+		if e[1] then last = e[1][1] end
+	end
+	if last then
+		local lm, ls = idparts(last)
+		if lm > ms or (lm == ms and ls > seq) then ms, seq = lm, ls end
+	end
+	local touched, ensured = {}, false
+	local eargs, fargs, hargs = {}, {}, {}
+	for _, i in ipairs(at) do
+		local h, p, data = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+		local pm, ps
+		if proposed then pm, ps = idparts(ARGV[i + 3]) end
+		if pm and (pm > ms or (pm == ms and ps > seq)) then
+			ms, seq = pm, ps
+		else
+			seq = seq + 1
+			if seq > 999999 then ms, seq = ms + 1, 0 end
+		end
+		if h == '' and p == 0 then
+			if not ensured then
+				ensure(Q, GROUP)
+				ensured = true
+			end
+			local r = redis.pcall('XADD', Q, ms .. '-' .. seq, 'd', data)
+			if type(r) == 'table' and r.err then
+				ms, seq = idparts(redis.call('XADD', Q, '*', 'd', data))
+			end
+		else
+			local id = fid(ms, seq)
+			if touched[h] == nil then
+				touched[h] = head(h) or false
+				hargs[h] = {}
+			end
+			local hl = hargs[h]
+			hl[#hl + 1] = -p
+			hl[#hl + 1] = id
+			eargs[#eargs + 1] = id
+			eargs[#eargs + 1] = ARGV[i + 1] .. ':' .. #h .. ':' .. h .. data
+			fargs[#fargs + 1] = 0
+			fargs[#fargs + 1] = id
+		end
+	end
+	batch('HSET', E, eargs)
+	batch('ZADD', F, fargs)
+	for h, hl in pairs(hargs) do batch('ZADD', hkey(h), hl) end
+	redis.call('SET', LAST, ms .. '-' .. seq)
+	for h, old in pairs(touched) do reindex(h, old or nil) end
+	return true
+end
+`
+
 // hqPushScript: ARGV[5] maxSize, [6] the stride of the entries that
 // follow: 3 for host/priority/data triples, whose IDs the server's clock
 // gives, 4 when each triple is followed by a proposed ID (a partitioned
 // frontier's, from the pushing process's clock), taken unless the
-// partition issued a later one. An entry of host "" and priority 0 is
-// appended to the stream, as Push does; the others go to their hosts.
-// Returns {1, replicas}, or {0, replicas} when the entries do not all fit
-// (nothing is pushed).
-var hqPushScript = redis.NewScript(hqPrelude + `
-local max, stride = tonumber(ARGV[5]), tonumber(ARGV[6])
-if max > 0 and redis.call('XLEN', Q) + redis.call('HLEN', E) + (#ARGV - 6) / stride > max then
-	return {0, replicas}
-end
-local ms, seq = 0, -1
-if stride == 3 then ms = nowms() end
-local last = redis.call('GET', LAST)
-if not last then
-	local e = redis.call('XREVRANGE', Q, '+', '-', 'COUNT', 1)
-	if e[1] then last = e[1][1] end
-end
-if last then
-	local lm, ls = idparts(last)
-	if lm > ms or (lm == ms and ls > seq) then ms, seq = lm, ls end
-end
-local touched, ensured = {}, false
-local eargs, fargs, hargs = {}, {}, {}
-for i = 7, #ARGV, stride do
-	local h, p, data = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-	local pm, ps
-	if stride == 4 then pm, ps = idparts(ARGV[i + 3]) end
-	if pm and (pm > ms or (pm == ms and ps > seq)) then
-		ms, seq = pm, ps
-	else
-		seq = seq + 1
-		if seq > 999999 then ms, seq = ms + 1, 0 end
-	end
-	if h == '' and p == 0 then
-		if not ensured then
-			ensure(Q, GROUP)
-			ensured = true
-		end
-		local r = redis.pcall('XADD', Q, ms .. '-' .. seq, 'd', data)
-		if type(r) == 'table' and r.err then
-			ms, seq = idparts(redis.call('XADD', Q, '*', 'd', data))
-		end
-	else
-		local id = fid(ms, seq)
-		if touched[h] == nil then
-			touched[h] = head(h) or false
-			hargs[h] = {}
-		end
-		local hl = hargs[h]
-		hl[#hl + 1] = -p
-		hl[#hl + 1] = id
-		eargs[#eargs + 1] = id
-		eargs[#eargs + 1] = ARGV[i + 1] .. ':' .. #h .. ':' .. h .. data
-		fargs[#fargs + 1] = 0
-		fargs[#fargs + 1] = id
-	end
-end
-batch('HSET', E, eargs)
-batch('ZADD', F, fargs)
-for h, hl in pairs(hargs) do batch('ZADD', hkey(h), hl) end
-redis.call('SET', LAST, ms .. '-' .. seq)
-for h, old in pairs(touched) do reindex(h, old or nil) end
+// partition issued a later one (see pushAt). Returns {1, replicas}, or
+// {0, replicas} when the entries do not all fit (nothing is pushed).
+var hqPushScript = redis.NewScript(hqPrelude + hqPushAt + `
+local stride = tonumber(ARGV[6])
+local at = {}
+for i = 7, #ARGV, stride do at[#at + 1] = i end
+if not pushAt(tonumber(ARGV[5]), at, stride == 4) then return {0, replicas} end
 return {1, replicas}
+`)
+
+// hqPushUnvisitedScript is pushUnvisitedScript for hosted entries: KEYS
+// as hqKeys, then the visited set of each entry; ARGV[5] maxSize, then per
+// entry its member of the visited set, host, priority and data, in the
+// order of KEYS[18:]. The entries whose members are absent are pushed as
+// hqPushScript pushes (IDs from the server's clock). Returns {full,
+// pushed..., replicas}: full is 1 when those would not all fit (nothing is
+// pushed), and pushed[i] is 1 when the i-th entry was not visited.
+var hqPushUnvisitedScript = redis.NewScript(hqPrelude + hqPushAt + `
+local out, at = {0}, {}
+for k = 18, #KEYS do
+	local i = 6 + (k - 18) * 4
+	if redis.call('SISMEMBER', KEYS[k], ARGV[i]) == 1 then
+		out[#out + 1] = 0
+	else
+		out[#out + 1] = 1
+		at[#at + 1] = i + 1
+	end
+end
+if not pushAt(tonumber(ARGV[5]), at, false) then
+	out[1] = 1
+end
+out[#out + 1] = replicas
+return out
 `)
 
 // hqLeaseCommon takes entries for the lease scripts, which set tok, me,
@@ -277,6 +319,18 @@ return {1, replicas}
 // caller), or one of the stream's (a new one is only counted, and read
 // with XREADGROUP at the end by grantNew).
 const hqLeaseCommon = `
+-- readyOf returns a host's stored ready time (caller's ms) as a string,
+-- "" when none: the last field of a lease row. Host "" has none.
+local readyCache = {}
+local function readyOf(h)
+	if h == '' then return '' end
+	local t = readyCache[h]
+	if t == nil then
+		t = redis.call('HGET', T, h) or ''
+		readyCache[h] = t
+	end
+	return t
+end
 local hostedRows = {}
 local function takeHosted(id, h, prio, out)
 	out[#out + 1] = false
@@ -301,7 +355,7 @@ local function grantHosted(out)
 		xargs[#xargs + 1] = snow + ttl
 		xargs[#xargs + 1] = x.id
 		local _, _, at = unrec(recs[i])
-		out[x.row] = {'h', x.id, string.sub(recs[i], at), d, x.h, x.p}
+		out[x.row] = {'h', x.id, string.sub(recs[i], at), d, x.h, x.p, readyOf(x.h)}
 	end
 	batch('HSET', L, largs)
 	batch('ZADD', X, xargs)
@@ -324,7 +378,7 @@ local function takeStream(c, out)
 		if prev then d = tonumber(string.sub(prev, string.find(prev, ':', 1, true) + 1)) end
 		redis.call('HSET', SL, c.id, tok .. ':' .. (d + 1))
 		redis.call('ZADD', SX, snow + ttl, c.id)
-		out[#out + 1] = {'s', c.id, field(e[2], 'd'), d + 1, '', 0}
+		out[#out + 1] = {'s', c.id, field(e[2], 'd'), d + 1, '', 0, ''}
 		return true
 	end
 	redis.call('HDEL', SL, c.id)
@@ -337,7 +391,7 @@ local function grantNew(out)
 		for j, e in ipairs(res[1][2]) do
 			redis.call('HSET', SL, e[1], tok .. ':1')
 			redis.call('ZADD', SX, snow + ttl, e[1])
-			if newRows[j] then out[newRows[j]] = {'s', e[1], field(e[2], 'd'), 1, '', 0} end
+			if newRows[j] then out[newRows[j]] = {'s', e[1], field(e[2], 'd'), 1, '', 0, ''} end
 		end
 	end
 	local rows = {}
@@ -353,7 +407,7 @@ end
 // {priority, ms, seq} of the entries a lease would take, taking none (a
 // partitioned frontier merges the partitions' lists, then leases). Returns
 // rows {kind ("h" hosted, "s" stream), ID, data, deliveries, host,
-// priority} in lease order.
+// priority, the host's ready time in ms or ""} in lease order.
 //
 // Hosts come from R in order, merged in a heap with the entries of the
 // hosts already opened (and the stream's, host "" at priority 0), so that
@@ -388,21 +442,17 @@ for _, h in ipairs(freed) do
 	if id then redis.call('ZADD', R, sc, id .. h) end
 end
 
+-- Host "" (entries whose host the store was not told) has no ready
+-- time and no per-host limit.
 local function waits(h)
-	local t = num(redis.call('HGET', T, h))
+	local t = num(readyOf(h))
 	if t and t > cnow then return t end
 	return nil
 end
-local quotaE
+local unlimited = {v = math.huge}
 local function quota(h)
-	if h == '' and quotaE then return quotaE end
-	local q = {v = math.huge}
-	if per > 0 then
-		q.v = per - leased(h)
-		if h == '' then q.v = q.v - redis.call('ZCOUNT', SX, '(' .. snow, '+inf') end
-	end
-	if h == '' then quotaE = q end
-	return q
+	if per <= 0 or h == '' then return unlimited end
+	return {v = per - leased(h)}
 end
 
 local heap = {}
@@ -444,13 +494,10 @@ local function offer(src)
 	end
 end
 
-if not waits('') then
-	local q = quota('')
-	if q.v > 0 then
-		local list = streamLane(snow, math.min(q.v, n))
-		for _, c in ipairs(list) do c.p = 0 end
-		offer({stream = true, list = list, i = 1, q = q, h = ''})
-	end
+do
+	local list = streamLane(snow, n)
+	for _, c in ipairs(list) do c.p = 0 end
+	offer({stream = true, list = list, i = 1, q = quota(''), h = ''})
 end
 
 local rpage, rpi, rpos, rdone = {}, 1, 0, false
@@ -577,7 +624,7 @@ if not peek and redis.call('EXISTS', E) == 0 then
 			for _, e in ipairs(res[1][2]) do
 				redis.call('HSET', SL, e[1], tok .. ':1')
 				redis.call('ZADD', SX, snow + ttl, e[1])
-				out[#out + 1] = {'s', e[1], field(e[2], 'd'), 1, '', 0}
+				out[#out + 1] = {'s', e[1], field(e[2], 'd'), 1, '', 0, ''}
 			end
 		end
 	end
@@ -803,19 +850,22 @@ return 0
 
 // hqReadyScript: ARGV host/ms pairs. Each host keeps the later of its
 // stored ready time and the one given, and waits in W for it (a blocked
-// host has its time checked when it leaves B).
+// host has its time checked when it leaves B). Host "" is skipped: it has
+// no ready time.
 var hqReadyScript = redis.NewScript(hqPrelude + `
 for i = 5, #ARGV, 2 do
 	local h, t = ARGV[i], tonumber(ARGV[i + 1])
-	local cur = num(redis.call('HGET', T, h))
-	if not cur or t > cur then
-		redis.call('HSET', T, h, ARGV[i + 1])
-		cur = t
-	end
-	if not redis.call('ZSCORE', B, h) then
-		local id = head(h)
-		if id then redis.call('ZREM', R, id .. h) end
-		redis.call('ZADD', W, cur, h)
+	if h ~= '' then
+		local cur = num(redis.call('HGET', T, h))
+		if not cur or t > cur then
+			redis.call('HSET', T, h, ARGV[i + 1])
+			cur = t
+		end
+		if not redis.call('ZSCORE', B, h) then
+			local id = head(h)
+			if id then redis.call('ZREM', R, id .. h) end
+			redis.call('ZADD', W, cur, h)
+		end
 	end
 end
 return 0
@@ -832,7 +882,10 @@ local snow = nowms()
 due(snow)
 expire(snow)
 local groups, total = {}, 0
-local function ready(h) return redis.call('HGET', T, h) or '' end
+local function ready(h)
+	if h == '' then return '' end
+	return redis.call('HGET', T, h) or ''
+end
 local pos = 0
 while total < n do
 	local page = redis.call('ZRANGE', A, pos, pos + 63)
@@ -867,7 +920,7 @@ if #lane > 0 then
 		if data then es[#es + 1] = {0, c.m, c.s, data} end
 	end
 	if #es > 0 then
-		groups[#groups + 1] = {'', ready(''), 0, es[1][2], es[1][3], es}
+		groups[#groups + 1] = {'', '', 0, es[1][2], es[1][3], es}
 	end
 end
 local delayed = {}
@@ -891,7 +944,7 @@ if redis.call('EXISTS', Q) == 1 then
 		local e = redis.call('XRANGE', Q, z[i], z[i])[1]
 		if e then
 			local m, s = idparts(z[i])
-			delayed[#delayed + 1] = {'', 0, m, s, field(e[2], 'd'), z[i + 1], ready('')}
+			delayed[#delayed + 1] = {'', 0, m, s, field(e[2], 'd'), z[i + 1], ''}
 		end
 	end
 end

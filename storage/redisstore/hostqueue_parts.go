@@ -15,8 +15,8 @@ import (
 // hashes to, under the partition's hash tag, beside the partition's ready
 // set: every host queue script runs on one partition's keys, so in one
 // slot. Entries pushed with Push (host "") go where Push puts them, by
-// their URL's host, so host "" has entries in several partitions: its
-// ready time is set in all of them, and its per-host limit holds in each.
+// their URL's host, so host "" has entries in several partitions; it has
+// no ready time and no per-host limit, so none needs to be shared.
 
 // partOfHost returns the partition of a host's entries: by its name,
 // FNV-1a hashed, as partOf hashes an entry's URL host, so that a host's
@@ -94,24 +94,18 @@ func (s *Store) peekHosts(ctx context.Context, now time.Time, n, perHost int) ([
 }
 
 // setHostReadyParts is SetHostReady on a partitioned frontier: one script
-// per partition holding one of the hosts, at once. Host "" is set in
-// every partition.
+// per partition holding one of the hosts, at once. Host "" is skipped.
 func (s *Store) setHostReadyParts(ctx context.Context, ready map[string]time.Time) error {
 	groups := map[int]map[string]time.Time{}
-	add := func(p int, h string, t time.Time) {
+	for h, t := range ready {
+		if h == "" {
+			continue
+		}
+		p := s.partOfHost(h)
 		if groups[p] == nil {
 			groups[p] = map[string]time.Time{}
 		}
 		groups[p][h] = t
-	}
-	for h, t := range ready {
-		if h == "" {
-			for p := range s.parts {
-				add(p, h, t)
-			}
-			continue
-		}
-		add(s.partOfHost(h), h, t)
 	}
 	return joinParts("set host ready", eachPart(groups, func(p int, g map[string]time.Time) error {
 		return s.parts[p].SetHostReady(ctx, g)

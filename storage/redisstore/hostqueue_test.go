@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -37,8 +38,8 @@ func leaseIDs(es []storage.Entry) []string {
 
 // Host "" has two lanes in a Store: the stream (Push, and PushHosted at
 // priority 0) and the hosted entries of other priorities. LeaseHosts
-// merges them in priority then push order, and one per-host limit counts
-// the leases of both.
+// merges them in priority then push order, and neither lane has a per-host
+// limit or a ready time (SetHostReady ignores host "").
 func TestHostQueueEmptyHostLanes(t *testing.T) {
 	redisAddr(t)
 	for _, parts := range []int{1, 3} {
@@ -69,32 +70,45 @@ func TestHostQueueEmptyHostLanes(t *testing.T) {
 			if err := s.ReleaseBatch(ctx, time.Time{}, leaseIDs(got)...); err != nil {
 				t.Fatal(err)
 			}
-			// A limit of 2 holds over both lanes: p5 (hosted) and a (stream).
-			es, err := s.LeaseHosts(ctx, now, 10, 2, time.Hour)
-			if err != nil {
-				t.Fatal(err)
+			if err := s.SetHostReady(ctx, map[string]time.Time{"": now.Add(time.Hour)}); err != nil {
+				t.Fatalf("SetHostReady(\"\": +1h) error = %v", err)
 			}
-			if d := entryDatas(es); !slices.Equal(d, []string{"p5", "a"}) {
-				t.Errorf("LeaseHosts(10, perHost 2) = %q, want [p5 a]", d)
+			head, err := s.Head(ctx, 10)
+			if err != nil || len(head) != 6 {
+				t.Fatalf("Head(10) = %d entries, %v; want 6", len(head), err)
 			}
-			if _, err := s.LeaseHosts(ctx, now, 10, 2, time.Hour); !errors.Is(err, storage.ErrQueueEmpty) {
-				t.Errorf("LeaseHosts with host \"\" at its limit error = %v, want %v", err, storage.ErrQueueEmpty)
+			for _, h := range head {
+				if !h.HostReady.IsZero() {
+					t.Errorf("Head(): %q HostReady = %v, want zero (host \"\" has no ready time)", h.Data, h.HostReady)
+				}
 			}
-			// One Ack of both kinds frees both slots.
+			// Neither the ready time nor a limit of 1 holds host "" back,
+			// in either lane: p5 (hosted) and a (stream), then the rest.
+			es, err := s.LeaseHosts(ctx, now, 2, 1, time.Hour)
+			if err != nil || !slices.Equal(entryDatas(es), []string{"p5", "a"}) {
+				t.Fatalf("LeaseHosts(2, perHost 1) = %q, %v; want [p5 a]", entryDatas(es), err)
+			}
+			more, err := s.LeaseHosts(ctx, now, 10, 1, time.Hour)
+			if err != nil || !slices.Equal(entryDatas(more), []string{"b", "c", "d", "m1"}) {
+				t.Errorf("LeaseHosts(10, perHost 1) with 2 of host \"\" leased = %q, %v; want [b c d m1]", entryDatas(more), err)
+			}
+			for _, e := range slices.Concat(es, more) {
+				if !e.HostReady.IsZero() {
+					t.Errorf("LeaseHosts(): %q HostReady = %v, want zero", e.Data, e.HostReady)
+				}
+			}
+			// One Ack takes both kinds.
 			if err := s.Ack(ctx, leaseIDs(es)...); err != nil {
 				t.Fatalf("Ack(a stream and a hosted lease) error = %v", err)
 			}
-			es, err = s.LeaseHosts(ctx, now, 10, 2, time.Hour)
-			if err != nil || !slices.Equal(entryDatas(es), []string{"b", "c"}) {
-				t.Errorf("LeaseHosts(10, perHost 2) after the Ack = %q, %v; want [b c]", entryDatas(es), err)
-			}
+			es = more
 			// Renew and Release take both kinds in one call as well.
 			mixed := append(leaseIDs(es), "h0000000000001-000000:nope")
 			if err := s.Renew(ctx, time.Hour, mixed...); !errors.Is(err, storage.ErrUnknownLease) {
 				t.Errorf("Renew(held leases and an unknown one) error = %v, want %v", err, storage.ErrUnknownLease)
 			}
 			if err := s.ReleaseBatch(ctx, time.Time{}, leaseIDs(es)...); err != nil {
-				t.Errorf("ReleaseBatch(b, c) error = %v", err)
+				t.Errorf("ReleaseBatch(b, c, d, m1) error = %v", err)
 			}
 			wantQueueLen(t, s, storage.QueueLen{Ready: 4})
 		})
@@ -420,5 +434,147 @@ func TestHostQueuePartitions(t *testing.T) {
 		if want := strconv.Itoa(s.partOf(e.Data)); part != want || e.Host != "" {
 			t.Errorf("%q leased from partition %s with host %q, want %s and \"\"", e.Data, part, e.Host, want)
 		}
+	}
+}
+
+// TestPushUnvisitedHosted: the links of a page, checked against the
+// visited set and pushed under their hosts and priorities; on one server
+// in one script (a round trip), and all or none under MaxSize.
+func TestPushUnvisitedHosted(t *testing.T) {
+	redisAddr(t)
+	for _, tt := range []struct {
+		name string
+		opts Options
+	}{
+		{"Server", Options{}},
+		{"Partitions3", Options{Partitions: 3}},
+		{"VisitedTTL", Options{VisitedTTL: time.Hour}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			checkPushUnvisitedHosted(t, newTestStore(t, tt.opts))
+		})
+	}
+	t.Run("OneRoundTrip", func(t *testing.T) {
+		s := newTestStore(t, Options{})
+		ctx := t.Context()
+		var calls callCounter
+		s.rdb.AddHook(&calls)
+		// The first call may load the script (EVALSHA, then EVAL).
+		if _, err := s.PushUnvisitedHosted(ctx, []uint64{1}, []storage.HostEntry{hostEntry("a", 1, "a1")}); err != nil {
+			t.Fatal(err)
+		}
+		cmds, pipes := calls.cmds.Load(), calls.pipes.Load()
+		keys := []uint64{1, 2, 3, 4}
+		es := []storage.HostEntry{hostEntry("a", 1, "again"), hostEntry("b", 2, "b1"), hostEntry("c", 0, "c1"), hostEntry("", 0, "plain")}
+		pushed, err := s.PushUnvisitedHosted(ctx, keys, es)
+		if err != nil || !slices.Equal(pushed, []bool{true, true, true, true}) {
+			t.Fatalf("PushUnvisitedHosted() = %v, %v; want 4 pushed", pushed, err)
+		}
+		if c, p := calls.cmds.Load()-cmds, calls.pipes.Load()-pipes; c != 1 || p != 0 {
+			t.Errorf("PushUnvisitedHosted(4 links of 4 hosts) took %d commands and %d pipelines, want 1 command", c, p)
+		}
+	})
+	t.Run("MaxSize", func(t *testing.T) {
+		s := newTestStore(t, Options{MaxSize: 3})
+		ctx := t.Context()
+		if _, err := s.AddVisited(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		es := []storage.HostEntry{hostEntry("a", 0, "a1"), hostEntry("a", 0, "a2"), hostEntry("b", 0, "b1")}
+		// Three entries fit; a visited one does not count.
+		if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2, 3}, es); err != nil {
+			t.Fatalf("PushUnvisitedHosted(2 unvisited in a queue of 3) error = %v", err)
+		}
+		_, err := s.PushUnvisitedHosted(ctx, []uint64{4, 5}, es[:2])
+		if !errors.Is(err, storage.ErrQueueFull) {
+			t.Errorf("PushUnvisitedHosted(2 more in a queue of 3 holding 2) error = %v, want %v", err, storage.ErrQueueFull)
+		}
+		wantQueueLen(t, s, storage.QueueLen{Ready: 2})
+	})
+}
+
+// TestClusterPushUnvisitedHosted is TestPushUnvisitedHosted's check on
+// the cluster, where keys and entries spread over the masters.
+func TestClusterPushUnvisitedHosted(t *testing.T) {
+	clusterAddrs(t)
+	checkPushUnvisitedHosted(t, newClusterStore(t, Options{}))
+}
+
+// checkPushUnvisitedHosted: bad arguments push nothing; entries whose keys
+// are visited are skipped and reported; the others are leased under their
+// hosts and priorities; nothing is marked visited.
+func checkPushUnvisitedHosted(t *testing.T, s *Store) {
+	ctx := t.Context()
+	if _, err := s.AddVisited(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	es := []storage.HostEntry{
+		hostEntry("a.example", 1, "a1"), hostEntry("b.example", 5, "b1"), hostEntry("a.example", 7, "a2"),
+		hostEntry("", 0, "plain"), hostEntry("", 4, "p4"),
+	}
+	keys := []uint64{1, 2, 3, 4, 5}
+	if _, err := s.PushUnvisitedHosted(ctx, keys[:2], es); !errors.Is(err, storage.ErrLengthMismatch) {
+		t.Errorf("PushUnvisitedHosted(2 keys, 5 entries) error = %v, want %v", err, storage.ErrLengthMismatch)
+	}
+	bad := append(slices.Clone(es), hostEntry("c.example", math.MaxInt32+1, "c1"))
+	if _, err := s.PushUnvisitedHosted(ctx, append(slices.Clone(keys), 6), bad); !errors.Is(err, storage.ErrPriorityRange) {
+		t.Errorf("PushUnvisitedHosted(priority 2^31) error = %v, want %v", err, storage.ErrPriorityRange)
+	}
+	wantQueueLen(t, s, storage.QueueLen{})
+	pushed, err := s.PushUnvisitedHosted(ctx, keys, es)
+	if want := []bool{true, false, true, true, true}; err != nil || !slices.Equal(pushed, want) {
+		t.Fatalf("PushUnvisitedHosted() = %v, %v; want %v (key 2 is visited)", pushed, err, want)
+	}
+	for _, k := range []uint64{1, 3} {
+		if seen, err := s.IsVisited(k); err != nil || seen {
+			t.Errorf("IsVisited(%d) after PushUnvisitedHosted = %v, %v; want false (it marks nothing)", k, seen, err)
+		}
+	}
+	got, err := s.LeaseHosts(ctx, time.Now(), 10, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, e := range got {
+		desc = append(desc, fmt.Sprintf("%s:%d:%s", e.Host, e.Priority, e.Data))
+	}
+	if want := []string{"a.example:7:a2", ":4:p4", "a.example:1:a1", ":0:plain"}; !slices.Equal(desc, want) {
+		t.Errorf("LeaseHosts() after PushUnvisitedHosted = %q, want %q", desc, want)
+	}
+}
+
+// TestLeaseHostReady: Lease, which ignores hosts' ready times, still sets
+// each entry's Entry.HostReady to its host's stored ready time (zero when
+// none), as LeaseHosts does, on one server and on partitions.
+func TestLeaseHostReady(t *testing.T) {
+	redisAddr(t)
+	for _, parts := range []int{1, 3} {
+		t.Run(fmt.Sprintf("Partitions%d", parts), func(t *testing.T) {
+			s := newTestStore(t, Options{Partitions: parts})
+			ctx := t.Context()
+			at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+			if err := s.PushHosted(ctx, hostEntry("a.example", 0, "a1"), hostEntry("b.example", 2, "b1"), hostEntry("a.example", 3, "a2")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Push(ctx, []byte("plain")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetHostReady(ctx, map[string]time.Time{"a.example": at}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Lease(ctx, 10, time.Hour)
+			if err != nil || len(got) != 4 {
+				t.Fatalf("Lease(10) = %q, %v; want 4 entries", entryDatas(got), err)
+			}
+			for _, e := range got {
+				want := time.Time{}
+				if e.Host == "a.example" {
+					want = at
+				}
+				if !e.HostReady.Equal(want) {
+					t.Errorf("Lease(): %q of host %q HostReady = %v, want %v", e.Data, e.Host, e.HostReady, want)
+				}
+			}
+		})
 	}
 }

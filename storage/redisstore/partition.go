@@ -509,10 +509,41 @@ func (s *Store) releaseOwnParts(ctx context.Context) error {
 // key another process marks in between is refused as visited when it is
 // leased, not fetched twice.
 func (s *Store) pushUnvisitedParts(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
-	pushed := make([]bool, len(data))
 	if len(data) == 0 {
+		return make([]bool, 0), nil
+	}
+	pushed, err := s.unvisitedShards(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var todo []int // push order is the caller's order, within each partition
+	for i, ok := range pushed {
+		if ok {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
 		return pushed, nil
 	}
+	groups := s.byPart(len(todo), func(j int) []byte { return data[todo[j]] })
+	ids := s.pushIDs(len(todo))
+	err = joinParts("push unvisited", eachPart(groups, func(p int, js []int) error {
+		d, id := make([][]byte, len(js)), make([]string, len(js))
+		for n, j := range js {
+			d[n], id[n] = data[todo[j]], ids[j]
+		}
+		return s.pushTo(ctx, p, id, d)
+	}), nil)
+	if err != nil {
+		return nil, err
+	}
+	return pushed, nil
+}
+
+// unvisitedShards reports, per key, whether it is absent from the visited
+// set, with one SMISMEMBER per visited shard the keys fall in, pipelined
+// (in a cluster, one round trip to each master at once).
+func (s *Store) unvisitedShards(ctx context.Context, keys []uint64) ([]bool, error) {
 	shards := map[string][]int{}
 	for i, k := range keys {
 		vk := s.visitedKey(k)
@@ -530,34 +561,15 @@ func (s *Store) pushUnvisitedParts(ctx context.Context, keys []uint64, data [][]
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.wrap("push unvisited", err)
 	}
-	var todo []int
+	absent := make([]bool, len(keys))
 	for vk, idx := range shards {
 		seen := cmds[vk].Val()
 		if len(seen) != len(idx) {
 			return nil, s.wrap("push unvisited", errBadReply)
 		}
 		for j, i := range idx {
-			if !seen[j] {
-				pushed[i] = true
-				todo = append(todo, i)
-			}
+			absent[i] = !seen[j]
 		}
 	}
-	if len(todo) == 0 {
-		return pushed, nil
-	}
-	slices.Sort(todo) // push order is the caller's order, within each partition
-	groups := s.byPart(len(todo), func(j int) []byte { return data[todo[j]] })
-	ids := s.pushIDs(len(todo))
-	err := joinParts("push unvisited", eachPart(groups, func(p int, js []int) error {
-		d, id := make([][]byte, len(js)), make([]string, len(js))
-		for n, j := range js {
-			d[n], id[n] = data[todo[j]], ids[j]
-		}
-		return s.pushTo(ctx, p, id, d)
-	}), nil)
-	if err != nil {
-		return nil, err
-	}
-	return pushed, nil
+	return absent, nil
 }

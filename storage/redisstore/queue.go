@@ -226,12 +226,12 @@ func newToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 func ttlMillis(ttl time.Duration) int64 { return (ttl + time.Millisecond - 1).Milliseconds() }
 
 // leaseRows turns the rows of hqLeaseScript and hqLeaseHostsScript into
-// entries whose IDs carry token.
+// entries whose IDs carry token, with their hosts' ready times.
 func leaseRows(res []any, token string) ([]storage.Entry, error) {
 	out := make([]storage.Entry, 0, len(res))
 	for _, r := range res {
 		row, ok := r.([]any)
-		if !ok || len(row) != 6 {
+		if !ok || len(row) != 7 {
 			return nil, fmt.Errorf("redisstore: lease: unexpected reply %v", r)
 		}
 		kind, _ := row[0].(string)
@@ -243,7 +243,11 @@ func leaseRows(res []any, token string) ([]storage.Entry, error) {
 		if kind == "h" {
 			id = "h" + id
 		}
-		out = append(out, storage.Entry{ID: id + ":" + token, Data: []byte(data), Deliveries: int(deliveries), Host: host, Priority: int(prio)})
+		e := storage.Entry{ID: id + ":" + token, Data: []byte(data), Deliveries: int(deliveries), Host: host, Priority: int(prio)}
+		if ms, ok := millisField(row[6]); ok {
+			e.HostReady = time.UnixMilli(ms)
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
