@@ -3,15 +3,19 @@ package magpie
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
+	"github.com/magpiecrawl/magpie/storage/redisstore"
 	"github.com/magpiecrawl/magpie/storage/sqlitestore"
 )
 
@@ -30,6 +34,58 @@ func hostQueueStores() map[string]func(t *testing.T, path string) storage.HostQu
 			t.Cleanup(func() { st.Close() })
 			return st
 		},
+		"redis":         redisHostQueue(false),
+		"redis-cluster": redisHostQueue(true),
+	}
+}
+
+// redisHostQueue opens a redisstore Store on the server of
+// MAGPIE_REDIS_ADDR (cluster: the Redis Cluster of
+// MAGPIE_REDIS_CLUSTER_ADDRS, as .ci/redis.sh starts it), skipping the
+// test when it is not set (failing in CI). A path names a crawl: the same
+// path opens the same keys again; "" opens new ones. The keys are deleted
+// at the test's end.
+func redisHostQueue(cluster bool) func(t *testing.T, path string) storage.HostQueue {
+	var mu sync.Mutex
+	prefixes := map[string]string{}
+	return func(t *testing.T, path string) storage.HostQueue {
+		env := "MAGPIE_REDIS_ADDR"
+		if cluster {
+			env = "MAGPIE_REDIS_CLUSTER_ADDRS"
+		}
+		addr := os.Getenv(env)
+		if addr == "" {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("Redis required in CI: set %s", env)
+			}
+			t.Skipf("%s is not set: export it (a redis-server on 127.0.0.1; for the cluster, see .ci/redis.sh) to run the queue run over redisstore", env)
+		}
+		opts := redisstore.Options{Addr: addr}
+		if cluster {
+			opts = redisstore.Options{ClusterAddrs: strings.Split(addr, ",")}
+		}
+		mu.Lock()
+		prefix, ok := prefixes[path]
+		if !ok || path == "" {
+			prefix = fmt.Sprintf("queue-hosts-%d", rand.Uint64())
+			prefixes[path] = prefix
+		}
+		mu.Unlock()
+		opts.Prefix = prefix
+		if !ok || path == "" {
+			t.Cleanup(func() {
+				if s, err := redisstore.New(opts); err == nil {
+					_ = s.Clear(context.Background())
+					s.Close()
+				}
+			})
+		}
+		st, err := redisstore.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
 	}
 }
 
