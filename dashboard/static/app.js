@@ -148,15 +148,18 @@
     g.font = "11px system-ui, sans-serif";
     g.beginPath(); g.moveTo(0, h - 14.5); g.lineTo(w, h - 14.5); g.stroke();
     g.fillText(fmtRate(top), 2, 11);
-    g.fillText(win >= 3600 ? "1 h" : "10 min", 2, h - 2);
     const now = data.length ? data[data.length - 1].t : Date.now();
-    const x = (t) => w - ((now - t) / (win * 1000)) * w;
+    // A young crawl fills the width: the span shown grows to the window.
+    const span = data.length ? Math.min(win * 1000, Math.max(60000, now - data[0].t)) : win * 1000;
+    const x = (t) => w - ((now - t) / span) * w;
     const y = (v) => (h - 16) - (v / top) * (h - 30);
     g.strokeStyle = color;
     g.lineWidth = 1.5;
     g.beginPath();
     data.forEach((p, i) => (i ? g.lineTo(x(p.t), y(p[key])) : g.moveTo(x(p.t), y(p[key]))));
     g.stroke();
+    g.fillStyle = "#667085";
+    g.fillText(fmtDur(span * 1e6) + " ago", 2, h - 2);
     canvas.dataset.points = String(data.length);
   }
   function drawCharts() {
