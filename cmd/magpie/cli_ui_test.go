@@ -214,14 +214,17 @@ func TestCLIUIAddressTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for _, args := range [][]string{
-		{"--ui", ln.Addr().String()},
-		{"--ui", "no-port"},
-		{"--ui-token", "x"},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ui", ln.Addr().String()}, "address already in use"},
+		{[]string{"--ui", "no-port"}, "want HOST:PORT or PORT"},
+		{[]string{"--ui-token", "x"}, "--ui-token needs --ui"},
 	} {
-		r := cli(t, "", append([]string{"crawl", s.URL + "/", "--allow-loopback"}, args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, "--ui") {
-			t.Errorf("%v: exit %d, stderr %q; want a usage error naming --ui", args, r.code, r.stderr)
+		r := cli(t, "", append([]string{"crawl", s.URL + "/", "--allow-loopback"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
 	if n := s.hitCount("/"); n != 0 {
