@@ -48,7 +48,7 @@ func (c *Collector) FrontierHead(ctx context.Context, n int) ([]HeadEntry, error
 	// in the gate; then the frontier's.
 	out := make([]HeadEntry, 0, n)
 	r.gate.Peek(n, func(host string, req *Request) {
-		out = append(out, HeadEntry{URL: req.URL.Redacted(), Method: req.Method, Host: host, Depth: req.Depth})
+		out = append(out, HeadEntry{URL: req.URL.Redacted(), Method: req.Method, Host: host, Depth: req.Depth, Priority: req.Priority})
 	})
 	if len(out) == n {
 		return out, nil
@@ -89,20 +89,27 @@ func (c *Collector) queueHead(ctx context.Context, q storage.Queue, n int) ([]He
 	return out, nil
 }
 
-// headCursor is a place in a host queue: its off-th ready request.
+// headCursor is a place in a host queue: its i-th item (counted from
+// head while the queue is a FIFO, an index of its heap once heaped).
 type headCursor struct {
-	q   *hostQueue
-	off int
+	q *hostQueue
+	i int
 }
 
-func (h headCursor) item() *pendingReq { return &h.q.items[h.q.head+h.off] }
+func (h headCursor) item() *pendingReq {
+	if h.q.heaped {
+		return &h.q.items[h.i]
+	}
+	return &h.q.items[h.q.head+h.i]
+}
 
-// headMerge orders cursors by their request's arrival, which is the order
-// take serves the hosts' first requests in (hostHeap) and each host's own.
+// headMerge orders cursors as take serves requests: by pendingReq.first
+// (priority, then arrival), which orders the hosts (hostHeap) and each
+// host's own queue.
 type headMerge []headCursor
 
 func (m headMerge) Len() int           { return len(m) }
-func (m headMerge) Less(i, j int) bool { return before(m[i].item().seq, m[j].item().seq) }
+func (m headMerge) Less(i, j int) bool { return m[i].item().first(m[j].item()) }
 func (m headMerge) Swap(i, j int)      { m[i], m[j] = m[j], m[i] }
 func (m *headMerge) Push(x any)        { *m = append(*m, x.(headCursor)) }
 func (m *headMerge) Pop() any {
@@ -113,15 +120,17 @@ func (m *headMerge) Pop() any {
 }
 
 // head lists up to n ready requests in the order take would serve them
-// (pacing aside). The host heaps are walked from their roots: a host
-// enters the merge when its parent in its heap has given its first
-// request, so the walk costs O(n log n), whatever the number of hosts.
+// (pacing aside). Heaps are walked from their roots: a host enters the
+// merge when its parent in its host heap has given its first request, and
+// a heaped host's item when its parent item has been listed (a FIFO
+// host's next item when the one before it has), so the walk costs
+// O(n log n), whatever the number of hosts and requests.
 func (f *memFrontier) head(n int) []HeadEntry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var m headMerge
 	for _, h := range []hostHeap{f.under, f.over} {
-		if len(h) > 0 {
+		if len(h) > 0 && h[0].len() > 0 {
 			m = append(m, headCursor{q: h[0]})
 		}
 	}
@@ -130,16 +139,22 @@ func (f *memFrontier) head(n int) []HeadEntry {
 	for len(m) > 0 && len(out) < n {
 		cur := heap.Pop(&m).(headCursor)
 		out = append(out, headEntry(cur.q.key, cur.item()))
-		if cur.off+1 < cur.q.len() {
-			heap.Push(&m, headCursor{q: cur.q, off: cur.off + 1})
+		if cur.q.heaped {
+			for _, child := range []int{2*cur.i + 1, 2*cur.i + 2} {
+				if child < len(cur.q.items) {
+					heap.Push(&m, headCursor{q: cur.q, i: child})
+				}
+			}
+		} else if cur.i+1 < cur.q.len() {
+			heap.Push(&m, headCursor{q: cur.q, i: cur.i + 1})
 		}
-		if cur.off == 0 {
+		if cur.i == 0 {
 			hh := f.under
 			if cur.q.inOver {
 				hh = f.over
 			}
 			for _, child := range []int{2*cur.q.idx + 1, 2*cur.q.idx + 2} {
-				if child < len(hh) {
+				if child < len(hh) && hh[child].len() > 0 {
 					heap.Push(&m, headCursor{q: hh[child]})
 				}
 			}
@@ -151,10 +166,10 @@ func (f *memFrontier) head(n int) []HeadEntry {
 // headEntry describes p, a request of host key.
 func headEntry(key string, p *pendingReq) HeadEntry {
 	if r := p.full; r != nil {
-		return HeadEntry{URL: r.URL.Redacted(), Method: r.Method, Host: key, Depth: r.Depth}
+		return HeadEntry{URL: r.URL.Redacted(), Method: r.Method, Host: key, Depth: r.Depth, Priority: r.Priority}
 	}
 	// A compact URL has no user info (compactURL): nothing to redact.
-	return HeadEntry{URL: p.url, Method: http.MethodGet, Host: key, Depth: int(p.depth)}
+	return HeadEntry{URL: p.url, Method: http.MethodGet, Host: key, Depth: int(p.depth), Priority: int(p.prio)}
 }
 
 // queuedByHost counts the ready requests of each host.

@@ -18,11 +18,22 @@ import (
 // take hands them out, across hosts and within each, whatever was taken
 // already, and takes nothing.
 func TestMemFrontierHead(t *testing.T) {
+	for _, ranked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ranked=%v", ranked), func(t *testing.T) { memFrontierHead(t, ranked) })
+	}
+}
+
+// memFrontierHead checks head against take; ranked gives the requests
+// priorities, so hosts' queues become heaps and hosts go by priority.
+func memFrontierHead(t *testing.T, ranked bool) {
 	f := newMemFrontier(0)
 	var want []string
 	for i := range 40 {
 		u := fmt.Sprintf("http://h%d.example/p%d", (i*7)%5, i)
 		r := &Request{URL: mustParse(t, u), Method: http.MethodGet, Depth: 1}
+		if ranked {
+			r.Priority = (i * 3) % 4
+		}
 		if err := f.push(t.Context(), r, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
