@@ -70,13 +70,15 @@ type MemoryQueue struct {
 type memEntry struct {
 	seq        uint64
 	data       []byte
-	deliveries int
 	at         time.Time // not-before while delayed, lease deadline while leased
 	leaseID    string    // set while leased
-	index      int
 	host       *memHost
+	deliveries int32
 	priority   int32
-	hindex     int32
+	// int32 positions keep an entry in 96 bytes, the size class it had
+	// before it knew its host.
+	index  int32
+	hindex int32
 }
 
 // NewMemoryQueue returns an empty MemoryQueue holding at most maxSize
@@ -166,14 +168,14 @@ func (q *MemoryQueue) leaseLocked(e *memEntry, deadline time.Time) Entry {
 	// The delivery count in the ID makes every lease distinct, so a
 	// consumer whose lease expired and was taken over cannot ack or
 	// release the new holder's lease.
-	e.leaseID = leaseID(e.seq, e.deliveries)
+	e.leaseID = leaseID(e.seq, int(e.deliveries))
 	q.leases[e.leaseID] = e
 	heap.Push(&q.leased, e)
 	e.host.leased++
 	return Entry{
 		ID:         e.leaseID,
 		Data:       append([]byte(nil), e.data...),
-		Deliveries: e.deliveries,
+		Deliveries: int(e.deliveries),
 		Host:       e.host.name,
 		Priority:   int(e.priority),
 	}
@@ -206,7 +208,7 @@ func (q *MemoryQueue) Ack(ctx context.Context, ids ...string) error {
 			continue
 		}
 		delete(q.leases, id)
-		heap.Remove(&q.leased, e.index)
+		heap.Remove(&q.leased, int(e.index))
 		e.host.count--
 		q.unleaseLocked(e.host)
 	}
@@ -242,7 +244,7 @@ func (q *MemoryQueue) releaseLocked(id string, notBefore time.Time) bool {
 		return false
 	}
 	delete(q.leases, id)
-	heap.Remove(&q.leased, e.index)
+	heap.Remove(&q.leased, int(e.index))
 	e.leaseID = ""
 	if !notBefore.IsZero() && notBefore.After(time.Now()) {
 		e.at = notBefore
@@ -280,7 +282,7 @@ func (q *MemoryQueue) Renew(ctx context.Context, ttl time.Duration, ids ...strin
 			continue
 		}
 		e.at = deadline
-		heap.Fix(&q.leased, e.index)
+		heap.Fix(&q.leased, int(e.index))
 	}
 	q.armLocked()
 	if len(unknown) > 0 {
@@ -454,13 +456,13 @@ func (h *entryHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) 
 
 func (h *entryHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].index = i
-	h.items[j].index = j
+	h.items[i].index = int32(i)
+	h.items[j].index = int32(j)
 }
 
 func (h *entryHeap) Push(x any) {
 	e := x.(*memEntry)
-	e.index = len(h.items)
+	e.index = int32(len(h.items))
 	h.items = append(h.items, e)
 }
 

@@ -150,7 +150,7 @@ func (q *MemoryQueue) LeaseHosts(ctx context.Context, now time.Time, n, perHost 
 			e := h.remove(0)
 			q.nready--
 			if q.fifo {
-				heap.Remove(&q.ready, e.index)
+				heap.Remove(&q.ready, int(e.index))
 			}
 			out = append(out, q.leaseLocked(e, deadline))
 			if len(h.heap) > 0 && !q.stillFirstLocked(h) {
@@ -461,7 +461,7 @@ func (q *MemoryQueue) fifoLocked() {
 	items := make([]*memEntry, 0, q.nready)
 	for _, h := range q.hosts {
 		for _, e := range h.heap {
-			e.index = len(items)
+			e.index = int32(len(items))
 			items = append(items, e)
 		}
 	}
@@ -479,7 +479,7 @@ func entryBefore(a, b *memEntry) bool {
 }
 
 // The host's heap is written out rather than through container/heap: it
-// is on every LeaseHosts' path, and this keeps hindex an int32.
+// is on every LeaseHosts' path.
 
 func (h *memHost) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
