@@ -333,6 +333,7 @@ func (c *Collector) handleOnError(resp *Response, err error) {
 // handleOnErrorAs is handleOnError in the region of the given token (0: the
 // one resp.Request carries).
 func (c *Collector) handleOnErrorAs(resp *Response, token uint64, err error) {
+	c.watch.failed(resp, err)
 	if c.debugging() {
 		c.emit(evError, resp.Request, responseValues(resp, err))
 	}

@@ -138,6 +138,8 @@ type Collector struct {
 	budgets hostBudgets
 	// steer is the pause and the blocked hosts (steer.go).
 	steer steering
+	// watch is the latest failures and the hosts' totals (watch.go).
+	watch watchState
 
 	requestCount  atomic.Uint32
 	responseCount atomic.Uint32

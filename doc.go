@@ -83,6 +83,7 @@
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
 //	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
 //	             frontier_faults.go, outage.go   storage failures of a queue run
+//	             frontier_head.go   FrontierHead: the next requests, from the gate, the frontier or a HostQueue
 //	gate         limits/            per-host turns (LimitRule), the gate requests wait in
 //	             politeness.go      PolitenessBy and Resolver; a connection pinned to the address the gate keyed
 //	download     fetch.go           the download stage as named steps, and run.download
@@ -105,7 +106,8 @@
 //	             flight.go          a request's bookkeeping in flight: run, tries, marks, host's turn, callbacks
 //	             callbacks.go       running user code: registration, panics, the callback mark
 //	             runners.go         the callback runners: guard, reap, stuck callbacks
-//	             steer.go           steering a running crawl: Pause, Resume, BlockHost
+//	             steer.go           steering a running crawl: Pause, Resume, BlockHost, AddSeed
+//	             watch.go           for watchers: RecentFailures (with referrers), HostReports, Stats().Failed
 //	             internal/scheduler the stage engine: pools and workers of download, analysis, items
 //
 // # The goroutines of a crawl

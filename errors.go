@@ -135,6 +135,9 @@ var (
 	// ErrInvalidHost is returned by BlockHost and UnblockHost for a host
 	// that is empty or not a host[:port].
 	ErrInvalidHost = errors.New("invalid host")
+	// ErrNoCrawl is returned by AddSeed and FrontierHead when the
+	// collector runs no crawl.
+	ErrNoCrawl = errors.New("no crawl running")
 )
 
 // CallbackPanicError is the error for a recovered callback panic; errors.Is(err, ErrCallbackPanic) holds.

@@ -21,7 +21,11 @@ import (
 // in the Response, for the analysis stage to deliver to OnError.
 func (c *Collector) fetch(ctx context.Context, cfg *config, cbs *callbacks, req *Request) *Response {
 	x := &exchange{c: c, cfg: cfg, cbs: cbs, req: req, resp: &Response{Request: req, Ctx: req.Ctx}}
-	defer func() { req.ticket.Done(x.result) }()
+	host := req.URL.Host
+	defer func() {
+		req.ticket.Done(x.result)
+		c.watch.fetched(host, x.result.StatusCode, x.result.Latency)
+	}()
 	hctx, cancel := fetchContext(ctx, req.stdContext())
 	defer cancel()
 	x.ctx = hctx

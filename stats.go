@@ -62,6 +62,10 @@ type Stats struct {
 	// FragmentLinks counts links to a place in their own page ("#top"),
 	// which are not followed.
 	FragmentLinks uint64 `json:"fragment_links"`
+	// Failed counts the requests that failed (reached OnError), by kind
+	// (the Fail* constants); kinds never seen are absent. RecentFailures
+	// lists the latest.
+	Failed map[string]uint64 `json:"failed"`
 	// NotStarted counts requests that were never sent because the crawl
 	// stopped (Stop, the StdlibContext ending, RunQueue's context ending):
 	// they are not failures, and no OnError call hears of them. An
@@ -137,7 +141,7 @@ func (c *Collector) Stats() Stats {
 		StatusCodes: map[int]uint64{}, StatusClasses: map[string]uint64{},
 		Bytes: c.counts.bytes.Load(), NotStarted: c.counts.notStarted.Load(), Retries: c.counts.retries.Load(), BusyRetries: c.counts.busyRetries.Load(), RobotsFetches: c.counts.robots.Load(),
 		HTMLStreamed: c.counts.streamed.Load(), HTMLParsedWhole: c.counts.parsedWhole.Load(),
-		Refused: c.refusals.snapshot(), FragmentLinks: c.refusals.fragments.Load(), Paused: c.Paused(),
+		Refused: c.refusals.snapshot(), Failed: c.watch.failures.kindCounts(), FragmentLinks: c.refusals.fragments.Load(), Paused: c.Paused(),
 		ItemsScraped: c.items.scraped.Load(), ItemsDropped: c.items.dropped.Load(), ItemsFailed: c.items.failed.Load(),
 	}
 	st.Recrawl = c.recrawlStats()

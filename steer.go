@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -261,4 +262,78 @@ func (c *Collector) robotsWhilePaused(req *Request) error {
 		}
 	}
 	return &robotsPendingError{RobotsURL: robotsURLOf(req.URL).String(), Until: time.Now(), Err: errPausedRobots}
+}
+
+// AddSeed adds u to the running crawl as a start URL (not in Colly): a GET
+// at depth 1, admitted as Visit admits it (scope, filters, robots.txt, the
+// visited set, MaxRequests, blocked hosts), in every mode: an in-memory
+// crawl, sync or async, queues it in its frontier, and a queue run pushes
+// it to its queue, admitted. Unlike a sync Visit it never waits for the
+// crawl. A refusal is returned, as Visit returns it, and delivered to
+// OnRefused; ErrNoCrawl when no crawl runs (or it is ending), since a
+// crawl that nobody waits for would never be stopped. Safe for concurrent
+// use, from any goroutine; from a callback, use Request.Visit.
+func (c *Collector) AddSeed(u string) error {
+	c.runMu.Lock()
+	r := c.run
+	c.runMu.Unlock()
+	if r == nil || r.aborted.Load() {
+		return ErrNoCrawl
+	}
+	req, err := c.newRequest(u, http.MethodGet, 1, nil, nil, nil)
+	if err != nil {
+		req.err = err
+		c.refuse(req, err)
+		return err
+	}
+	req.checkRevisit = true
+	if r.cfg.recrawl != nil {
+		c.recrawlVisit(r.cfg, req)
+	}
+	if err := c.enterRun(r, req); err != nil {
+		req.err = err
+		if !errors.Is(err, ErrNoCrawl) {
+			c.refuse(req, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// enterRun admits req and pushes it to r, the crawl that runs, as enter
+// does, except that it never starts a crawl: when r has ended meanwhile,
+// req is taken back and ErrNoCrawl returned.
+func (c *Collector) enterRun(r *run, req *Request) error {
+	if err := c.admit(req.stdContext(), r.cfg, req); err != nil {
+		if endedByContext(req, err) {
+			err = notStartedErr(req)
+		}
+		return err
+	}
+	c.runMu.Lock()
+	if c.run != r || r.aborted.Load() {
+		c.runMu.Unlock()
+		c.unadmit(req)
+		return ErrNoCrawl
+	}
+	var err error
+	if r.queueMode {
+		// A queue's push may wait for its storage: not under runMu. A
+		// queue run that ended meanwhile refuses it (ErrStopped).
+		c.runMu.Unlock()
+		err = r.front.push(r.ctx, req, req.robotsWait)
+	} else {
+		// Under runMu, the run cannot be found idle and ended between
+		// the check above and the push (waitRun).
+		err = r.front.push(r.ctx, req, req.robotsWait)
+		c.runMu.Unlock()
+	}
+	if err != nil {
+		c.unadmit(req)
+		return err
+	}
+	if !req.robotsWait.IsZero() {
+		r.waits.begin(req, WaitRobots, 0, req.robotsWait)
+	}
+	return nil
 }

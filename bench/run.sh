@@ -256,7 +256,7 @@ has_feature() {
 # The storage crawlers (magpie-frontier-*, magpie-redis) belong to the
 # storage scenario only: the others would run them at every size.
 # issue 20's Colly-idiom queue crawlers (*-queue-add*) to its scenario.
-default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' -e '-queue-add' -e '-stream$' | tr '\n' ' ')
+default_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-frontier-' -e '^magpie-redis' -e '-queue-add' -e '-stream$' -e '-ui$' | tr '\n' ' ')
 if [[ -z $REDIS_ADDR ]] && ! command -v redis-server >/dev/null 2>&1; then
 	default_impls=$(echo $default_impls | tr ' ' '\n' | grep -v '^magpie-queue-redis' | tr '\n' ' ')
 	all_impls=$(echo $all_impls | tr ' ' '\n' | grep -v -e '^magpie-queue-redis' -e '^magpie-queue-add-redis' | tr '\n' ' ')

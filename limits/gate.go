@@ -748,6 +748,12 @@ type HostStat struct {
 	Host     string `json:"host"`
 	InFlight int    `json:"in_flight"`
 	Waiting  int    `json:"waiting"`
+	// Until is the host's next allowed start (its Delay, Crawl-delay or
+	// AutoThrottle gap, or a Retry-After or back-off hold, whichever ends
+	// later) as last computed; it may be in the past. Held is set when
+	// the hold is the later.
+	Until time.Time `json:"until,omitzero"`
+	Held  bool      `json:"held,omitempty"`
 }
 
 // HostStats returns the hosts with requests in flight or waiting, the
@@ -758,7 +764,11 @@ func (g *Gate[T]) HostStats(max int) []HostStat {
 	var out []HostStat
 	for key, h := range g.hosts {
 		if h.inflight > 0 || h.q.n > 0 {
-			out = append(out, HostStat{Host: key, InFlight: h.inflight, Waiting: h.q.n})
+			hs := HostStat{Host: key, InFlight: h.inflight, Waiting: h.q.n, Until: h.nextStart}
+			if h.hold.After(hs.Until) {
+				hs.Until, hs.Held = h.hold, true
+			}
+			out = append(out, hs)
 		}
 	}
 	g.mu.Unlock()

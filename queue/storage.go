@@ -11,8 +11,9 @@ import (
 )
 
 // InMemoryQueueStorage is Colly's in-memory queue storage, here a
-// storage.Queue and storage.QueueNotifier backed by storage.MemoryQueue. Colly
-// programs keep writing &queue.InMemoryQueueStorage{MaxSize: 10000}.
+// storage.Queue, storage.HostQueue and storage.QueueNotifier backed by
+// storage.MemoryQueue. Colly programs keep writing
+// &queue.InMemoryQueueStorage{MaxSize: 10000}.
 //
 // MaxSize caps the requests not yet done (pending and in flight); 0 means no
 // limit; it is read on first use and later changes have no effect. The zero
@@ -28,6 +29,7 @@ type InMemoryQueueStorage struct {
 
 var (
 	_ storage.Queue         = (*InMemoryQueueStorage)(nil)
+	_ storage.HostQueue     = (*InMemoryQueueStorage)(nil)
 	_ storage.QueueNotifier = (*InMemoryQueueStorage)(nil)
 	_ storage.LeaseRenewer  = (*InMemoryQueueStorage)(nil)
 	_ storage.BatchReleaser = (*InMemoryQueueStorage)(nil)
@@ -67,6 +69,26 @@ func (s *InMemoryQueueStorage) Release(ctx context.Context, id string, notBefore
 // Len implements storage.Queue.
 func (s *InMemoryQueueStorage) Len(ctx context.Context) (storage.QueueLen, error) {
 	return s.queue().Len(ctx)
+}
+
+// PushHosted implements storage.HostQueue.
+func (s *InMemoryQueueStorage) PushHosted(ctx context.Context, entries ...storage.HostEntry) error {
+	return s.queue().PushHosted(ctx, entries...)
+}
+
+// LeaseHosts implements storage.HostQueue.
+func (s *InMemoryQueueStorage) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]storage.Entry, error) {
+	return s.queue().LeaseHosts(ctx, now, n, perHost, ttl)
+}
+
+// SetHostReady implements storage.HostQueue.
+func (s *InMemoryQueueStorage) SetHostReady(ctx context.Context, ready map[string]time.Time) error {
+	return s.queue().SetHostReady(ctx, ready)
+}
+
+// Head implements storage.HostQueue.
+func (s *InMemoryQueueStorage) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
+	return s.queue().Head(ctx, n)
 }
 
 // Renew implements storage.LeaseRenewer.

@@ -15,6 +15,10 @@ func TestInMemoryQueueStorageConformance(t *testing.T) {
 	storagetest.RunQueue(t, func(*testing.T) storage.Queue { return &queue.InMemoryQueueStorage{} })
 }
 
+func TestInMemoryQueueStorageHostConformance(t *testing.T) {
+	storagetest.RunHostQueue(t, func(*testing.T) storage.HostQueue { return &queue.InMemoryQueueStorage{} })
+}
+
 func TestFromCollyConformance(t *testing.T) {
 	storagetest.RunQueue(t, func(*testing.T) storage.Queue { return queue.FromColly(&collyList{}) })
 }

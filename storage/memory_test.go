@@ -28,3 +28,7 @@ func TestMemoryVisitedQueueConformance(t *testing.T) {
 		return &storage.InMemoryStorage{}, storage.NewMemoryQueue(0)
 	})
 }
+
+func TestMemoryQueueHostConformance(t *testing.T) {
+	storagetest.RunHostQueue(t, func(*testing.T) storage.HostQueue { return storage.NewMemoryQueue(0) })
+}

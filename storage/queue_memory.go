@@ -17,19 +17,24 @@ import (
 var ErrInvalidArgument = errors.New("storage: invalid argument")
 
 // MemoryQueue is the in-memory Queue: the default frontier, lost when the
-// process ends. It implements Queue, QueueNotifier, LeaseRenewer and
-// BatchReleaser.
+// process ends. It implements Queue, HostQueue, QueueNotifier, LeaseRenewer
+// and BatchReleaser.
 //
-// Ready entries are leased in push order; a released entry keeps its place
-// (it goes back before entries pushed after it). Delayed entries and leases
+// Lease hands out ready entries in push order; a released entry keeps its
+// place (it goes back before entries pushed after it). LeaseHosts hands
+// them out by host and priority (see HostQueue). Delayed entries and leases
 // are kept in min-heaps by time, so every operation is O(log n) in the number
-// of entries (Push and Ack per entry, Lease per entry handed out).
+// of entries (Push and Ack per entry, Lease per entry handed out), plus
+// O(log hosts) per host LeaseHosts takes from. Ready entries are kept in
+// push order until the first LeaseHosts, which sorts them by host instead,
+// O(n) once; a Lease after that builds the push order again, O(n) once,
+// and both are kept from then on.
 //
-// Expired leases and due delayed entries are promoted lazily on Lease and Len
-// (with time.Now, so testing/synctest can drive them) and also by a timer, so
-// that Notify fires when one becomes ready and a waiting consumer need not
-// poll. A MemoryQueue used inside a synctest bubble must be used only inside
-// that bubble.
+// Expired leases and due delayed entries are promoted lazily on Lease,
+// LeaseHosts, Head and Len (with time.Now, so testing/synctest can drive
+// them) and also by a timer, so that Notify fires when one becomes ready
+// and a waiting consumer need not poll. A MemoryQueue used inside a
+// synctest bubble must be used only inside that bubble.
 //
 // Create one with NewMemoryQueue; the zero value is not usable. Safe for
 // concurrent use. Close it when done; after Close every method returns
@@ -39,7 +44,7 @@ type MemoryQueue struct {
 	mu       sync.Mutex
 	maxSize  int
 	seq      uint64
-	ready    entryHeap            // by seq
+	ready    entryHeap            // by seq, while fifo
 	delayed  entryHeap            // by at, then seq
 	leased   entryHeap            // by at (lease deadline), then seq
 	leases   map[string]*memEntry // lease ID → leased entry
@@ -47,17 +52,33 @@ type MemoryQueue struct {
 	timer    *time.Timer
 	timerAt  time.Time // deadline timer is armed for; zero when none
 	notifyCh chan struct{}
+
+	// Ready entries are kept in push order (ready) for Lease, in their
+	// hosts' heaps (memHost.heap) for LeaseHosts, or in both. Keeping both
+	// would double the cost of a queue consumed by one of the two, so each
+	// order is built when first asked for and kept from then on; a queue
+	// used only through LeaseHosts drops the push order.
+	fifo, hosted bool
+	nready       int // ready entries, whichever orders hold them
+	hostState        // hosts, their counts, and their heaps while hosted
 }
 
-// memEntry is one entry of a MemoryQueue. It lives in exactly one of the
-// three heaps; index is its position there.
+// memEntry is one entry of a MemoryQueue. It lives in one of the three
+// heaps ready, delayed and leased (index is its position there) or, while
+// ready and the queue is not fifo, in none; while ready and the queue is
+// hosted, also in its host's heap (at hindex).
 type memEntry struct {
 	seq        uint64
 	data       []byte
-	deliveries int
 	at         time.Time // not-before while delayed, lease deadline while leased
 	leaseID    string    // set while leased
-	index      int
+	host       *memHost
+	deliveries int32
+	priority   int32
+	// int32 positions keep an entry in 96 bytes, the size class it had
+	// before it knew its host.
+	index  int32
+	hindex int32
 }
 
 // NewMemoryQueue returns an empty MemoryQueue holding at most maxSize
@@ -71,6 +92,9 @@ func NewMemoryQueue(maxSize int) *MemoryQueue {
 		leased:   entryHeap{less: byTime},
 		leases:   make(map[string]*memEntry),
 		notifyCh: make(chan struct{}, 1),
+
+		fifo:      true,
+		hostState: newHostState(),
 	}
 }
 
@@ -91,9 +115,11 @@ func (q *MemoryQueue) Push(ctx context.Context, data ...[]byte) error {
 	if q.maxSize > 0 && q.totalLocked()+len(data) > q.maxSize {
 		return ErrQueueFull
 	}
+	h := q.hostLocked("")
+	q.addLocked(h, len(data))
 	for _, d := range data {
 		q.seq++
-		heap.Push(&q.ready, &memEntry{seq: q.seq, data: append([]byte(nil), d...)})
+		q.readyPushLocked(&memEntry{seq: q.seq, data: append([]byte(nil), d...), host: h, hindex: -1})
 	}
 	q.notifyLocked()
 	return nil
@@ -114,25 +140,45 @@ func (q *MemoryQueue) Lease(ctx context.Context, n int, ttl time.Duration) ([]En
 	}
 	now := time.Now()
 	q.promoteLocked(now)
-	if q.ready.Len() == 0 {
+	if q.nready == 0 {
 		return nil, ErrQueueEmpty
 	}
-	out := make([]Entry, 0, min(n, q.ready.Len()))
+	q.fifoLocked()
+	out := make([]Entry, 0, min(n, q.nready))
 	deadline := now.Add(ttl)
 	for len(out) < n && q.ready.Len() > 0 {
 		e := heap.Pop(&q.ready).(*memEntry)
-		e.deliveries++
-		e.at = deadline
-		// The delivery count in the ID makes every lease distinct, so a
-		// consumer whose lease expired and was taken over cannot ack or
-		// release the new holder's lease.
-		e.leaseID = leaseID(e.seq, e.deliveries)
-		q.leases[e.leaseID] = e
-		heap.Push(&q.leased, e)
-		out = append(out, Entry{ID: e.leaseID, Data: append([]byte(nil), e.data...), Deliveries: e.deliveries})
+		q.nready--
+		if q.hosted {
+			e.host.remove(int(e.hindex))
+		}
+		out = append(out, q.leaseLocked(e, deadline))
+		if q.hosted {
+			q.placeHostLocked(e.host)
+		}
 	}
 	q.armLocked()
 	return out, nil
+}
+
+// leaseLocked leases e, just taken from the ready orders, until deadline.
+func (q *MemoryQueue) leaseLocked(e *memEntry, deadline time.Time) Entry {
+	e.deliveries++
+	e.at = deadline
+	// The delivery count in the ID makes every lease distinct, so a
+	// consumer whose lease expired and was taken over cannot ack or
+	// release the new holder's lease.
+	e.leaseID = leaseID(e.seq, int(e.deliveries))
+	q.leases[e.leaseID] = e
+	heap.Push(&q.leased, e)
+	e.host.leased++
+	return Entry{
+		ID:         e.leaseID,
+		Data:       append([]byte(nil), e.data...),
+		Deliveries: int(e.deliveries),
+		Host:       e.host.name,
+		Priority:   int(e.priority),
+	}
 }
 
 // leaseID is "seq.deliveries", made in one allocation.
@@ -162,7 +208,9 @@ func (q *MemoryQueue) Ack(ctx context.Context, ids ...string) error {
 			continue
 		}
 		delete(q.leases, id)
-		heap.Remove(&q.leased, e.index)
+		heap.Remove(&q.leased, int(e.index))
+		e.host.count--
+		q.unleaseLocked(e.host)
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("%w: %s", ErrUnknownLease, strings.Join(unknown, ", "))
@@ -196,7 +244,7 @@ func (q *MemoryQueue) releaseLocked(id string, notBefore time.Time) bool {
 		return false
 	}
 	delete(q.leases, id)
-	heap.Remove(&q.leased, e.index)
+	heap.Remove(&q.leased, int(e.index))
 	e.leaseID = ""
 	if !notBefore.IsZero() && notBefore.After(time.Now()) {
 		e.at = notBefore
@@ -204,8 +252,9 @@ func (q *MemoryQueue) releaseLocked(id string, notBefore time.Time) bool {
 		q.armLocked()
 	} else {
 		e.at = time.Time{}
-		heap.Push(&q.ready, e)
+		q.readyPushLocked(e)
 	}
+	q.unleaseLocked(e.host)
 	return true
 }
 
@@ -233,7 +282,7 @@ func (q *MemoryQueue) Renew(ctx context.Context, ttl time.Duration, ids ...strin
 			continue
 		}
 		e.at = deadline
-		heap.Fix(&q.leased, e.index)
+		heap.Fix(&q.leased, int(e.index))
 	}
 	q.armLocked()
 	if len(unknown) > 0 {
@@ -276,7 +325,7 @@ func (q *MemoryQueue) Len(ctx context.Context) (QueueLen, error) {
 		return QueueLen{}, ErrClosed
 	}
 	q.promoteLocked(time.Now())
-	return QueueLen{Ready: q.ready.Len(), Delayed: q.delayed.Len(), Leased: q.leased.Len()}, nil
+	return QueueLen{Ready: q.nready, Delayed: q.delayed.Len(), Leased: q.leased.Len()}, nil
 }
 
 // Notify implements QueueNotifier. The channel receives a value after a Push,
@@ -294,7 +343,9 @@ func (q *MemoryQueue) Close() error {
 	}
 	q.closed = true
 	q.ready.items, q.delayed.items, q.leased.items = nil, nil, nil
+	q.nready = 0
 	q.leases = nil
+	q.hostState = hostState{}
 	// The timer is not stopped: stopping a synctest timer from outside its
 	// bubble is fatal, and its callback does nothing once closed.
 	q.timer, q.timerAt = nil, time.Time{}
@@ -302,26 +353,40 @@ func (q *MemoryQueue) Close() error {
 }
 
 func (q *MemoryQueue) totalLocked() int {
-	return q.ready.Len() + q.delayed.Len() + q.leased.Len()
+	return q.nready + q.delayed.Len() + q.leased.Len()
+}
+
+// readyPushLocked makes e ready, in each order the queue keeps.
+func (q *MemoryQueue) readyPushLocked(e *memEntry) {
+	q.nready++
+	if q.fifo {
+		heap.Push(&q.ready, e)
+	}
+	if q.hosted {
+		q.hostPushLocked(e)
+	}
 }
 
 // promoteLocked moves expired leases and due delayed entries to ready and
-// reports whether it moved any.
+// reports whether it moved any; it also forgets the hosts that have no
+// entries and whose ready time has passed.
 func (q *MemoryQueue) promoteLocked(now time.Time) bool {
 	moved := false
 	for q.leased.Len() > 0 && !q.leased.items[0].at.After(now) {
 		e := heap.Pop(&q.leased).(*memEntry)
 		delete(q.leases, e.leaseID)
 		e.leaseID, e.at = "", time.Time{}
-		heap.Push(&q.ready, e)
+		q.readyPushLocked(e)
+		q.unleaseLocked(e.host)
 		moved = true
 	}
 	for q.delayed.Len() > 0 && !q.delayed.items[0].at.After(now) {
 		e := heap.Pop(&q.delayed).(*memEntry)
 		e.at = time.Time{}
-		heap.Push(&q.ready, e)
+		q.readyPushLocked(e)
 		moved = true
 	}
+	q.forgetIdleLocked(now)
 	if moved {
 		q.notifyLocked()
 	}
@@ -391,13 +456,13 @@ func (h *entryHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) 
 
 func (h *entryHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].index = i
-	h.items[j].index = j
+	h.items[i].index = int32(i)
+	h.items[j].index = int32(j)
 }
 
 func (h *entryHeap) Push(x any) {
 	e := x.(*memEntry)
-	e.index = len(h.items)
+	e.index = int32(len(h.items))
 	h.items = append(h.items, e)
 }
 

@@ -227,6 +227,113 @@ func BenchmarkMemoryQueue(b *testing.B) {
 	}
 }
 
+// BenchmarkMemoryQueueBatch is a queue run's pattern: the links of a page
+// pushed in one call, leases and acks in batches.
+func BenchmarkMemoryQueueBatch(b *testing.B) {
+	const batch = 64
+	for _, size := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("backlog=%d", size), func(b *testing.B) {
+			ctx := b.Context()
+			q := storage.NewMemoryQueue(0)
+			defer q.Close()
+			data := make([][]byte, size)
+			for i := range data {
+				data[i] = fmt.Appendf(nil, "https://example.com/%d", i)
+			}
+			if err := q.Push(ctx, data...); err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, 0, batch)
+			again := make([][]byte, 0, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				es, err := q.Lease(ctx, batch, time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids, again = ids[:0], again[:0]
+				for _, e := range es {
+					ids = append(ids, e.ID)
+					again = append(again, e.Data)
+				}
+				if err := q.Ack(ctx, ids...); err != nil {
+					b.Fatal(err)
+				}
+				if err := q.Push(ctx, again...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryQueueLeaseHosts is BenchmarkMemoryQueueBatch through
+// PushHosted and LeaseHosts: one host (a site crawl), or 2,000 hosts each
+// set ready a Delay ahead after its lease, one lease per host at a time (a
+// broad crawl).
+func BenchmarkMemoryQueueLeaseHosts(b *testing.B) {
+	const batch = 64
+	for _, tc := range []struct {
+		hosts, backlog int
+	}{{1, 1_000}, {1, 100_000}, {2_000, 100_000}} {
+		b.Run(fmt.Sprintf("hosts=%d/backlog=%d", tc.hosts, tc.backlog), func(b *testing.B) {
+			ctx := b.Context()
+			q := storage.NewMemoryQueue(0)
+			defer q.Close()
+			entries := make([]storage.HostEntry, tc.backlog)
+			for i := range entries {
+				host := fmt.Sprintf("host%d.example", i%tc.hosts)
+				entries[i] = storage.HostEntry{Host: host, Data: fmt.Appendf(nil, "https://%s/%d", host, i)}
+			}
+			if err := q.PushHosted(ctx, entries...); err != nil {
+				b.Fatal(err)
+			}
+			perHost := 0
+			if tc.hosts > 1 {
+				perHost = 1
+			}
+			ids := make([]string, 0, batch)
+			again := make([]storage.HostEntry, 0, batch)
+			ready := make(map[string]time.Time)
+			const delay = 2 * time.Second
+			// A virtual clock that moves as far per round as lets as many
+			// hosts become ready as a batch takes.
+			step := delay * batch / time.Duration(tc.hosts)
+			now := time.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				now = now.Add(step)
+				es, err := q.LeaseHosts(ctx, now, batch, perHost, time.Hour)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids, again = ids[:0], again[:0]
+				clear(ready)
+				for _, e := range es {
+					ids = append(ids, e.ID)
+					again = append(again, storage.HostEntry{Host: e.Host, Data: e.Data})
+					if tc.hosts > 1 {
+						ready[e.Host] = now.Add(delay)
+					}
+				}
+				if len(ready) > 0 {
+					if err := q.SetHostReady(ctx, ready); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := q.Ack(ctx, ids...); err != nil {
+					b.Fatal(err)
+				}
+				if err := q.PushHosted(ctx, again...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func push(t *testing.T, q storage.Queue, data ...string) {
 	t.Helper()
 	bs := make([][]byte, len(data))

@@ -49,6 +49,7 @@ type crawlFlags struct {
 	failFlags
 	netFlags
 	recrawl recrawlFlags // recrawl.go
+	ui      uiFlags      // ui.go
 }
 
 func newCrawlCommand() *cobra.Command {
@@ -109,6 +110,8 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.StringVar(&f.config, "config", "", `read flags from this file: one "name value" a line, # for comments; the command line wins`)
 	fs.StringVar(&f.warc, "warc", "", warcUsage)
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics during the crawl")
+	fs.StringVar(&f.ui.addr, "ui", "", "serve the live page (totals, charts, hosts, failures; pause, stop, block a host, add a URL) at http://ADDR/ during the crawl; PORT alone is 127.0.0.1:PORT, and an address other than loopback needs a token")
+	fs.StringVar(&f.ui.token, "ui-token", "", "the token the live page asks for (default: none on loopback, a random one printed with the page's URL otherwise)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "allow loopback addresses (127.0.0.0/8, ::1); other private networks stay refused")
 	f.netFlags.add(fs)
@@ -271,6 +274,11 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		ctx, stop = context.WithTimeoutCause(ctx, f.maxDuration, errMaxDuration)
 		defer stop()
 	}
+	ui, err := f.ui.listen()
+	if err != nil {
+		return err
+	}
+	defer ui.close()
 	out, closeAll, err := f.open(&cfg, cmd.OutOrStdout())
 	if err != nil {
 		return err
@@ -305,6 +313,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 			}
 			stopMetrics = stop
 		}
+		ui.start(c, func() error { cancel(errStoppedFromPage); return nil }, stderr)
 		stopProgress = startProgress(progressTo, t, began, f.quiet, 200*time.Millisecond, c.Stats)
 		stopWaits = watchWaits(c.Stats, cfg.failures)
 		started = true
@@ -319,6 +328,7 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 	stopProgress()
 	stopWaits()
 	stopMetrics()
+	ui.close()
 	if _, ok := errors.AsType[*usageError](crawlErr); ok {
 		return errors.Join(crawlErr, out.abandon())
 	}
@@ -326,7 +336,8 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		sayFinished(stderr, f.state)
 		return out.abandon()
 	}
-	succeeded := crawlErr == nil || errors.Is(crawlErr, errMaxDuration) && !hasStartError(crawlErr)
+	stoppedEarly := errors.Is(crawlErr, errMaxDuration) || errors.Is(crawlErr, errStoppedFromPage)
+	succeeded := crawlErr == nil || stoppedEarly && !hasStartError(crawlErr)
 	outErr := out.finish(succeeded)
 	if started && (!f.quiet || crawlErr != nil) {
 		summary(stderr, t, time.Since(began), stats.Retries)
@@ -349,6 +360,10 @@ func runCrawl(cmd *cobra.Command, f *crawlFlags, args []string) error {
 		return errors.Join(errInterrupted, outErr)
 	case succeeded && errors.Is(crawlErr, errMaxDuration):
 		fmt.Fprintf(stderr, "stopped after --max-duration %v\n", f.maxDuration)
+		sayResume(stderr, f.state)
+		return outErr
+	case succeeded && errors.Is(crawlErr, errStoppedFromPage):
+		fmt.Fprintln(stderr, "stopped from the live page")
 		sayResume(stderr, f.state)
 		return outErr
 	}
