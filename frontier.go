@@ -69,10 +69,9 @@ type pacedFrontier interface {
 //
 // What has left the frontier waits in the gate in the order it left, so
 // in a crawl that ranks requests, or once a request with a priority other
-// than 0 has come (ranked), a host
-// with perHost requests out waits for their starts whatever the room: a
-// request found later with a higher priority then waits behind at most
-// perHost of its host's, not behind maxOut.
+// than 0 has come (ranked), a host with perHost requests out waits for
+// their starts whatever the room: a request found later with a higher
+// priority then waits behind at most perHost of its host's, not maxOut.
 type memFrontier struct {
 	// mu guards every field below.
 	mu sync.Mutex
