@@ -910,7 +910,9 @@ func (c *Collector) enqueue(req *Request, notBefore time.Time) (*run, error) {
 	if r == nil {
 		var err error
 		cfg := c.snapshot()
-		r, err = c.startRun(cfg, newMemFrontier(pendingBound(cfg.maxPending)), cfg.workers, false)
+		f := newMemFrontier(pendingBound(cfg.maxPending))
+		f.ranked = cfg.ranked()
+		r, err = c.startRun(cfg, f, cfg.workers, false)
 		if err != nil {
 			c.runMu.Unlock()
 			return nil, err

@@ -75,9 +75,10 @@
 //	             internal/urlkey    links read as browsers do, canonical URLs, visited keys
 //	             config.go          the settings a crawl runs with (config, settings)
 //	             refusals.go        the one door of every refusal: OnRefused, Stats().Refused
+//	             priority.go        Priority decided at admission: BreadthFirst, DepthFirst, Prioritize
 //	             robots.go, sitemap.go   robots.txt checks; sitemap documents and their URLs
 //	             robots_links.go    a page's links to one host checked against one robots.txt lookup
-//	frontier     frontier.go        the frontier interface; the in-memory frontier, a queue per host paced by the gate
+//	frontier     frontier.go        the frontier interface; the in-memory frontier, a queue per host by priority, paced by the gate
 //	             frontier_pending.go  a link waiting in memory: a compact entry, a Request again when it leaves
 //	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed

@@ -68,10 +68,10 @@ type pacedFrontier interface {
 // retry waiting for its not-before time comes back with its priority.
 //
 // What has left the frontier waits in the gate in the order it left, so
-// once a request with a priority other than 0 has come (ranked), a host
-// with perHost requests out waits for their starts whatever the room: a
-// request found later with a higher priority then waits behind at most
-// perHost of its host's, not behind maxOut.
+// in a crawl that ranks requests, or once a request with a priority other
+// than 0 has come (ranked), a host with perHost requests out waits for
+// their starts whatever the room: a request found later with a higher
+// priority then waits behind at most perHost of its host's, not maxOut.
 type memFrontier struct {
 	// mu guards every field below.
 	mu sync.Mutex
@@ -86,8 +86,9 @@ type memFrontier struct {
 	out int
 	// perHost and maxOut are the pacing bounds (see pace); 0: no pacing.
 	perHost, maxOut int
-	// ranked is set once a request with a priority other than 0 came:
-	// over hosts then wait for their starts.
+	// ranked is set once a request with a priority other than 0 came, or
+	// from the start when the crawl ranks requests (config.ranked): over
+	// hosts then wait for their starts.
 	ranked bool
 	// origins are the latest shared parts of compact links (see originFor).
 	origins [originCache]*pendingOrigin

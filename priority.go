@@ -79,6 +79,11 @@ func DepthFirst() CollectorOption {
 	return func(c *Collector) { c.order = orderDepth }
 }
 
+// ranked reports whether the crawl ranks its requests from the start (an
+// order or a hook is set), so that the in-memory frontier holds them back
+// from the gate (memFrontier.ranked) before the first ranked one comes.
+func (cfg *config) ranked() bool { return cfg.order != orderNone || cfg.prioritize != nil }
+
 // decidePriority decides req's Priority as it is admitted: its own, plus the
 // crawl order's depth term, then the Prioritize hook's answer. It runs
 // once per request: a retry copy, and an entry admitted on its lease, keep

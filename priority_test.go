@@ -397,3 +397,30 @@ func TestPriorityRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityLinksStartAtZero: a request sent with its own priority keeps
+// it, and the links found on its page start at 0, not at their parent's;
+// with no order and no hook nothing else changes a priority.
+func TestPriorityLinksStartAtZero(t *testing.T) {
+	s := newOrderSite(t, map[string][]string{"/": {"a:/x", "a:/y"}}, "a")
+	c := s.collector(true)
+	var mu sync.Mutex
+	got := map[string]int{}
+	c.OnRequest(func(r *Request) {
+		mu.Lock()
+		got[r.URL.Path] = r.Priority
+		mu.Unlock()
+	})
+	root, err := c.newRequest(s.url("a:/"), http.MethodGet, 1, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.Priority = 42
+	if err := root.Do(); err != nil {
+		t.Fatalf("Do() error = %v", err)
+	}
+	c.Wait()
+	if want := map[string]int{"/": 42, "/x": 0, "/y": 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("priorities seen by OnRequest = %v, want %v", got, want)
+	}
+}

@@ -23,6 +23,9 @@ import (
 // queue run over storage.HostQueue.
 func hostQueueStores() map[string]func(t *testing.T, path string) storage.HostQueue {
 	return map[string]func(t *testing.T, path string) storage.HostQueue{
+		// The memory queue forgets nothing on "reopen": path names one
+		// queue, so a test's second open gets the first's entries.
+		"memory": memoryHostQueue(),
 		"sqlite": func(t *testing.T, path string) storage.HostQueue {
 			if path == "" {
 				path = filepath.Join(t.TempDir(), "q.db")
@@ -297,5 +300,22 @@ func TestRunQueueHostsPriority(t *testing.T) {
 				t.Errorf("fetch order = %v, want %v", paths, want)
 			}
 		})
+	}
+}
+
+// memoryHostQueue opens in-memory queues by path: the same path, the same
+// queue, as a store reopened from its file.
+func memoryHostQueue() func(t *testing.T, path string) storage.HostQueue {
+	var mu sync.Mutex
+	queues := map[string]*storage.MemoryQueue{}
+	return func(t *testing.T, path string) storage.HostQueue {
+		mu.Lock()
+		defer mu.Unlock()
+		if q := queues[path]; q != nil && path != "" {
+			return q
+		}
+		q := storage.NewMemoryQueue(0)
+		queues[path] = q
+		return q
 	}
 }

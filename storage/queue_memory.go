@@ -178,6 +178,7 @@ func (q *MemoryQueue) leaseLocked(e *memEntry, deadline time.Time) Entry {
 		Deliveries: int(e.deliveries),
 		Host:       e.host.name,
 		Priority:   int(e.priority),
+		HostReady:  e.host.ready,
 	}
 }
 

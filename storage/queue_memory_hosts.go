@@ -146,7 +146,7 @@ func (q *MemoryQueue) LeaseHosts(ctx context.Context, now time.Time, n, perHost 
 			heap.Push(&q.waiting, h)
 			continue
 		}
-		for len(out) < n && len(h.heap) > 0 && (q.limit == 0 || h.leased < q.limit) {
+		for len(out) < n && len(h.heap) > 0 && !q.fullLocked(h) {
 			e := h.remove(0)
 			q.nready--
 			if q.fifo {
@@ -191,6 +191,9 @@ func (q *MemoryQueue) SetHostReady(ctx context.Context, ready map[string]time.Ti
 	}
 	clock := time.Now()
 	for name, t := range ready {
+		if name == "" {
+			continue // entries pushed without a host have no ready time
+		}
 		h := q.hosts[name]
 		if h == nil {
 			if !t.After(clock) {
@@ -341,7 +344,7 @@ func (q *MemoryQueue) addLocked(h *memHost, k int) {
 // expired; an acknowledged entry is already uncounted).
 func (q *MemoryQueue) unleaseLocked(h *memHost) {
 	h.leased--
-	if h.count == 0 || (q.hosted && q.limit > 0 && h.leased == q.limit-1) {
+	if h.count == 0 || (q.hosted && q.limit > 0 && h.name != "" && h.leased == q.limit-1) {
 		q.placeHostLocked(h)
 	}
 }
@@ -355,11 +358,17 @@ func (q *MemoryQueue) hostPushLocked(e *memEntry) {
 	}
 }
 
+// fullLocked reports whether h holds as many leases as the limit allows.
+// The host "" (entries pushed without one) has no limit.
+func (q *MemoryQueue) fullLocked(h *memHost) bool {
+	return q.limit > 0 && h.name != "" && h.leased >= q.limit
+}
+
 // wantPlace is where h belongs.
 func (q *MemoryQueue) wantPlace(h *memHost) hostPlace {
 	switch {
 	case q.hosted && len(h.heap) > 0:
-		if q.limit > 0 && h.leased >= q.limit {
+		if q.fullLocked(h) {
 			return placeFull
 		}
 		if h.place == placeActive {

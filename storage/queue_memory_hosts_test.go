@@ -218,6 +218,16 @@ func runModel(t *testing.T, seed uint64) {
 			if errKind(err) != errKind(emptyIf(ms)) || !sameEntries(es, ms) {
 				t.Fatalf("%s: LeaseHosts(+%v, %d, perHost %d) = %s, %v; model %s", where, now.Sub(clock), k, perHost, show(es), err, showM(ms))
 			}
+			for i, e := range es {
+				// A ready time already passed may be kept or forgotten.
+				want := m.ready[ms[i].host]
+				if !want.After(clock) {
+					want = time.Time{}
+				}
+				if got := e.HostReady; (got.After(clock) || !want.IsZero()) && !got.Equal(want) {
+					t.Fatalf("%s: LeaseHosts() entry %q HostReady = %v, model %v", where, e.Data, got, want)
+				}
+			}
 			record(es, ms)
 		case 6: // Ack
 			ls := pick()
@@ -401,7 +411,7 @@ func (m *model) leaseHosts(clock, now time.Time, n, perHost int, ttl time.Durati
 		}
 		var best *mEntry
 		for _, e := range m.es {
-			if !m.pending(e, clock) || m.ready[e.host].After(now) || (perHost > 0 && held[e.host] >= perHost) {
+			if !m.pending(e, clock) || m.ready[e.host].After(now) || (perHost > 0 && e.host != "" && held[e.host] >= perHost) {
 				continue
 			}
 			if best == nil || better(e, best) {
@@ -458,7 +468,7 @@ func (m *model) release(clock, notBefore time.Time, ids []string) error {
 
 func (m *model) setReady(ready map[string]time.Time) {
 	for h, t := range ready {
-		if t.After(m.ready[h]) {
+		if h != "" && t.After(m.ready[h]) {
 			m.ready[h] = t
 		}
 	}

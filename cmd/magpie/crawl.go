@@ -40,6 +40,8 @@ type crawlFlags struct {
 	list, config                       string
 	warc                               string
 	politeness                         politenessFlag // politeness.go
+	priorities                         priorityFlags  // priority.go
+	order                              orderFlag      // priority.go
 	fields                             fieldFlags
 	headers, include, exclude          []string
 	excludeExt                         []string
@@ -93,6 +95,8 @@ Connection errors, timeouts, 429 and 5xx answers (500, 502-504) are retried
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop the crawl after this long (e.g. 10m; 0: no limit)")
 	fs.IntVar(&f.parallel, "parallel", 4, "requests in flight per host")
 	fs.DurationVar(&f.delay, "delay", 0, "least time between two request starts to one host")
+	fs.Var(&f.priorities, "priority", "REGEX=N: fetch pages whose URL matches REGEX with N added to their priority (higher first; N an int32); repeatable, the first matching pattern wins")
+	fs.Var(&f.order, "order", "breadth (shallower pages first) or depth (deeper first), the priority that --priority adds to (default: the order links are found in)")
 	fs.Var(&f.politeness, "politeness", "what --parallel and --delay apply to: each host, each registrable domain (all its hosts together) or each ip address (all the names on it together)")
 	fs.StringVarP(&f.userAgent, "user-agent", "A", "", "User-Agent header (robots.txt rules are matched against it)")
 	fs.StringArrayVarP(&f.headers, "header", "H", nil, `extra request header "Name: value" (repeatable)`)
@@ -192,6 +196,7 @@ func (f *crawlFlags) crawlConfig(cmd *cobra.Command, args []string) (crawlConfig
 		noParent: f.noParent, ignoreRobots: f.ignoreRobots, sitemaps: f.sitemaps,
 		allowPrivate: f.allowPrivate, insecure: f.insecure, includeFailed: f.includeFailed,
 		recrawl: f.recrawl.policy(f.state), recrawlExplicit: f.recrawl.explicit(),
+		priorities: f.priorities, order: f.order.v,
 	}
 	if err := f.validate(); err != nil {
 		return cfg, err

@@ -45,6 +45,10 @@ type crawlConfig struct {
 	maxPages  int           // 0: no limit
 	// maxPagesPerHost bounds the requests to each host; 0: no limit.
 	maxPagesPerHost int
+	// priorities rank pages by URL (--priority); order is --order
+	// (breadth, depth or "").
+	priorities priorityFlags
+	order      string
 	// include: followed links must match one (start URLs always pass);
 	// exclude and excludeExt refuse any URL, start URLs included.
 	include    []*regexp.Regexp
@@ -532,6 +536,7 @@ func collectorOptions(ctx context.Context, cfg crawlConfig) ([]magpie.CollectorO
 	if cfg.maxPagesPerHost > 0 {
 		opts = append(opts, magpie.MaxRequestsPerHost(cfg.maxPagesPerHost))
 	}
+	opts = append(opts, priorityOptions(cfg.priorities, cfg.order)...)
 	if cfg.ignoreRobots {
 		opts = append(opts, magpie.IgnoreRobotsTxt())
 	} else if cfg.sitemaps {
