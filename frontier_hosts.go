@@ -3,7 +3,6 @@ package magpie
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,12 +170,6 @@ func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry,
 	return f.hosts.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, f.hosts.perHost, queueLeaseTTL)
 }
 
-// readyTimes returns a copy of the ready times not stored yet (tests).
-func (f *queueFrontier) readyTimes() map[string]time.Time {
-	f.hosts.readyMu.Lock()
-	defer f.hosts.readyMu.Unlock()
-	return maps.Clone(f.hosts.ready)
-}
 
 // notePriorityIgnored says once, at Warn, that the queue keeps no
 // priorities (a FIFO queue, such as a Colly queue storage), the first time

@@ -263,8 +263,7 @@ func TestRunQueueHostsReadyTimeSurvivesRestart(t *testing.T) {
 func TestRunQueueHostsPriority(t *testing.T) {
 	for name, open := range hostQueueStores() {
 		t.Run(name, func(t *testing.T) {
-			var srv *startsServer
-			srv = newStartsServer(t, func(path string) string {
+			srv := newStartsServer(t, func(path string) string {
 				if path == "/seed" {
 					return `<a href="/found/low">x</a><a href="/found/top">x</a>`
 				}
