@@ -170,7 +170,6 @@ func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry,
 	return f.hosts.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, f.hosts.perHost, queueLeaseTTL)
 }
 
-
 // notePriorityIgnored says once, at Warn, that the queue keeps no
 // priorities (a FIFO queue, such as a Colly queue storage), the first time
 // a request with one is pushed to it: its entries are leased in push order.
