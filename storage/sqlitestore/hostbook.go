@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
 	"strings"
 )
 
@@ -85,6 +87,9 @@ type hostChange struct {
 	gained    bool  // candidates appeared, the first at (rank, seq)
 	rank, seq int64 // the first candidate gained
 	removed   bool  // an entry was deleted: the host may have none left
+	// No candidate is left before the seq from in the head's rank (0: none
+	// known), so the new head is looked for from there.
+	from int64
 	// The candidates lost were the first ones, up to (toRank, toSeq) in
 	// lease order: the new head is found after it, not by walking from the
 	// old head past them.
@@ -131,7 +136,15 @@ func (b *hostBook) lease(host int64, wasCandidate bool) {
 }
 
 // lose records that a candidate of the host stopped being one.
-func (c *hostChange) lose() { c.lost, c.prefix = true, false }
+func (c *hostChange) lose() { c.lost, c.prefix, c.from = true, false, 0 }
+
+// leasedTo records that the changes are Lease's, which leased every
+// candidate up to seq: no host has one left at or before it.
+func (b *hostBook) leasedTo(seq int64) {
+	for _, c := range b.changes {
+		c.from = seq + 1
+	}
+}
 
 // leasePrefix records that the first k candidates of host, up to (rank,
 // seq) in lease order, were leased, and nothing else happened to the host.
@@ -155,12 +168,13 @@ func (b *hostBook) gain(host, rank, seq int64) {
 
 // Statements of flush: ?1 is the host's ID.
 const (
-	// The head moves on from where it was: no candidate comes before it,
+	// The head moves on from where it was (or from seq ?3, when the
+	// candidates before it are known gone): no candidate comes before it,
 	// but those gained, which flushGain adds after.
 	flushLost = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
 		`SELECT * FROM (SELECT rank, seq FROM queue
 			WHERE host_id = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE id = ?1)
-				AND seq >= (SELECT head_seq FROM queue_hosts WHERE id = ?1)
+				AND seq >= MAX((SELECT head_seq FROM queue_hosts WHERE id = ?1), ?3)
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY seq LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
@@ -170,7 +184,10 @@ const (
 		LIMIT 1)
 		WHERE id = ?1`
 	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
-	flushGain   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+	// The same, telling whether the host may have no entries left.
+	flushAcked = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1
+		RETURNING head_seq IS NULL AND leased = 0 AND parked = 0`
+	flushGain = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
 		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
 	// A host with no entry left, whose ready time has come (it is not
 	// parked), is forgotten.
@@ -192,7 +209,14 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 		case c.prefix:
 			_, err = s.exec(ctx, tx, flushPrefix, host, c.leased, c.toRank, c.toSeq)
 		case c.lost:
-			_, err = s.exec(ctx, tx, flushLost, host, c.leased)
+			_, err = s.exec(ctx, tx, flushLost, host, c.leased, c.from)
+		case c.removed && !c.gained:
+			// An Ack: one statement, and a second when the host may be
+			// empty.
+			err = tx.StmtContext(ctx, s.prepared[flushAcked]).QueryRowContext(ctx, host, c.leased).Scan(&c.removed)
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil // no row: nothing to forget
+			}
 		case c.leased != 0:
 			_, err = s.exec(ctx, tx, flushLeased, host, c.leased)
 		}
@@ -310,10 +334,12 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 	return rows.Err()
 }
 
-// preparedQueries are the statements of the host-aware queue that Open
-// prepares into Store.prepared.
-var preparedQueries = []string{flushLost, flushLeased, flushPrefix, flushGain, flushEmpty,
+// preparedQueries are the statements of the queue that Open prepares into
+// Store.prepared.
+var preparedQueries = slices.Concat([]string{flushLost, flushLeased, flushAcked, flushPrefix, flushGain, flushEmpty,
 	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
-	insertHosted, leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
-	ackLeased, ackSwept, releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
-	pushedPlain, hostIDQuery, hostName}
+	leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
+	ackLeased, ackSwept, ackSavepoint, ackRollback, ackRelease,
+	releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
+	pushedPlain, hostIDQuery, hostName},
+	insertPlainChunks, insertHostedChunks, ackChunks)

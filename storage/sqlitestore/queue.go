@@ -28,7 +28,7 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 		if err := s.checkRoom(ctx, tx, len(data)); err != nil {
 			return err
 		}
-		return s.insertPlain(ctx, tx, data, nil)
+		return s.insertPlain(ctx, tx, data)
 	})
 	if err != nil {
 		return s.wrap("push", err)
@@ -37,33 +37,34 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	return nil
 }
 
-// insertPlain appends the entries of data (those whose pushed[i] is true,
-// all when pushed is nil) under the host "" with the priority 0, and makes
-// the first its host's head if it has none.
-func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte, pushed []bool) error {
-	stmt := tx.StmtContext(ctx, s.insertQueue)
-	first := int64(-1)
-	for i, d := range data {
-		if pushed != nil && !pushed[i] {
-			continue
-		}
-		if d == nil {
-			d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
-		}
-		res, err := stmt.ExecContext(ctx, d)
-		if err != nil {
-			return err
-		}
-		if first < 0 {
-			if first, err = res.LastInsertId(); err != nil {
-				return err
-			}
-		}
-	}
-	if first < 0 {
+// insertPlain appends data under the host "" with the priority 0, and
+// makes the first its host's head if it has none.
+func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte) error {
+	if len(data) == 0 {
 		return nil
 	}
-	_, err := s.exec(ctx, tx, pushedPlain, first)
+	first := int64(-1)
+	args := make([]any, 0, chunkSizes[0])
+	err := eachChunk(len(data), func(start, size, i int) error {
+		args = args[:0]
+		for _, d := range data[start : start+size] {
+			if d == nil {
+				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+			}
+			args = append(args, d)
+		}
+		last, err := lastID(s.exec(ctx, tx, insertPlainChunks[i], args...))
+		if first < 0 {
+			// The rows of one INSERT take consecutive seqs (AUTOINCREMENT,
+			// one writer).
+			first = last - int64(size) + 1
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, tx, pushedPlain, first)
 	return err
 }
 
@@ -119,13 +120,17 @@ func visitedAmong(ctx context.Context, tx *sql.Tx, lookup *sql.Stmt, keys []uint
 }
 
 // leaseQuery leases up to ?5 ready entries, oldest first: ?1 lease end,
-// ?2 token, ?3 owner, ?4 now.
+// ?2 token, ?3 owner, ?4 now. An entry whose lease had expired gets the
+// not-before time -1, so that RETURNING tells it from one that was not
+// leased (its host's leased count already has it); every way out of a lease
+// sets the not-before time again.
 const leaseQuery = `UPDATE queue
-	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1,
+		not_before = CASE WHEN lease_until IS NULL THEN not_before ELSE -1 END
 	WHERE seq IN (SELECT seq FROM queue
 		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 		ORDER BY seq LIMIT ?5)
-	RETURNING seq, data, deliveries, host_id, rank, not_before = 0`
+	RETURNING seq, data, deliveries, host_id, rank, not_before`
 
 // nextEntryQuery finds the first moment after ?1 when an entry may become
 // ready (a lease expiring, a not-before time passing), through the partial
@@ -154,11 +159,6 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out, next = out[:0], sql.NullInt64{}
-		// Expired leases first: every entry leased below then adds one to
-		// its host's leased count.
-		if err := s.sweepExpired(ctx, tx, nowNs); err != nil {
-			return err
-		}
 		rows, err := tx.StmtContext(ctx, s.leaseReady).QueryContext(ctx,
 			nowNs+ttl.Nanoseconds(), token, s.owner, nowNs, n)
 		if err != nil {
@@ -168,19 +168,25 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		var b hostBook
 		for rows.Next() {
 			var e storage.Entry
-			var seq, rank, host int64
-			var candidate bool
-			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &candidate); err != nil {
+			var seq, rank, host, notBefore int64
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &notBefore); err != nil {
 				return err
 			}
 			e.ID, e.Priority = leaseID(seq, token, host), int(-rank)
 			out = append(out, leased{seq, host, e})
-			b.lease(host, candidate)
+			if notBefore >= 0 { // not a lease taken over, counted already
+				b.lease(host, notBefore == 0)
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		rows.Close()
+		if len(out) > 0 {
+			// Every candidate up to the last seq leased is leased now: the
+			// heads move on from after it.
+			b.leasedTo(slices.MaxFunc(out, func(a, b leased) int { return cmp.Compare(a.seq, b.seq) }).seq)
+		}
 		if err := s.flush(ctx, tx, &b); err != nil {
 			return err
 		}
@@ -233,47 +239,123 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 }
 
 // ackIn deletes the entries of ids within tx and returns the IDs whose
-// lease is not held.
+// lease is not held, in the order of ids. The IDs of one Lease and one host
+// are deleted a chunk at a time; a chunk that holds IDs of leases not held
+// (unknown, or expired and swept back among the candidates) is undone and
+// taken one ID at a time.
 func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
-	var unknown []string
-	var b hostBook
-	leased, swept := tx.StmtContext(ctx, s.prepared[ackLeased]), tx.StmtContext(ctx, s.prepared[ackSwept])
-	for _, id := range ids {
+	type group struct {
+		token, host int64
+		seqs        []int64
+		at          []int // indexes in ids
+	}
+	var groups []*group
+	byLease := make(map[[2]int64]*group)
+	notHeld := make([]bool, len(ids))
+	for i, id := range ids {
 		seq, token, host, ok := parseLeaseID(id)
 		if !ok {
-			unknown = append(unknown, id)
+			notHeld[i] = true
 			continue
 		}
-		n, err := affected(leased.ExecContext(ctx, seq, token, host))
+		g := byLease[[2]int64{token, host}]
+		if g == nil {
+			g = &group{token: token, host: host}
+			byLease[[2]int64{token, host}] = g
+			groups = append(groups, g)
+		}
+		g.seqs, g.at = append(g.seqs, seq), append(g.at, i)
+	}
+	var b hostBook
+	args := make([]any, 0, chunkSizes[0]+2)
+	for _, g := range groups {
+		err := eachChunk(len(g.seqs), func(start, size, i int) error {
+			if size > 1 {
+				args = args[:0]
+				for _, seq := range g.seqs[start : start+size] {
+					args = append(args, seq)
+				}
+				done, err := s.ackChunk(ctx, tx, i, append(args, g.token, g.host))
+				if err != nil || done {
+					c := b.at(g.host)
+					c.leased -= size
+					c.removed = true
+					return err
+				}
+			}
+			for j := start; j < start+size; j++ {
+				held, err := s.ackOne(ctx, tx, &b, g.seqs[j], g.token, g.host)
+				if err != nil {
+					return err
+				}
+				notHeld[g.at[j]] = !held
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		c := b.at(host)
-		if n > 0 {
-			c.leased--
-			c.removed = true
-			continue
-		}
-		// An expired lease swept back among the candidates, or no lease.
-		if n, err = affected(swept.ExecContext(ctx, seq, token, host)); err != nil {
-			return nil, err
-		}
-		if n == 0 {
+	}
+	var unknown []string
+	for i, id := range ids {
+		if notHeld[i] {
 			unknown = append(unknown, id)
-			continue
 		}
-		c.lose()
-		c.removed = true
 	}
 	return unknown, s.flush(ctx, tx, &b)
+}
+
+// ackChunk deletes the held leases of a chunk (args: its seqs, the token,
+// the host ID) and reports whether every one was; if not, it undoes the
+// chunk.
+func (s *Store) ackChunk(ctx context.Context, tx *sql.Tx, i int, args []any) (bool, error) {
+	if _, err := s.exec(ctx, tx, ackSavepoint); err != nil {
+		return false, err
+	}
+	n, err := affected(s.exec(ctx, tx, ackChunks[i], args...))
+	if err != nil {
+		return false, err
+	}
+	if n < int64(chunkSizes[i]) {
+		if _, err := s.exec(ctx, tx, ackRollback); err != nil {
+			return false, err
+		}
+	}
+	_, err = s.exec(ctx, tx, ackRelease)
+	return n == int64(chunkSizes[i]), err
+}
+
+// ackOne deletes the entry seq leased with token, and reports whether its
+// lease was held.
+func (s *Store) ackOne(ctx context.Context, tx *sql.Tx, b *hostBook, seq, token, host int64) (bool, error) {
+	n, err := affected(s.exec(ctx, tx, ackLeased, seq, token, host))
+	if err != nil {
+		return false, err
+	}
+	c := b.at(host)
+	if n > 0 {
+		c.leased--
+		c.removed = true
+		return true, nil
+	}
+	// An expired lease swept back among the candidates, or no lease.
+	if n, err = affected(s.exec(ctx, tx, ackSwept, seq, token, host)); err != nil || n == 0 {
+		return false, err
+	}
+	c.lose()
+	c.removed = true
+	return true, nil
 }
 
 // Statements of Ack: ?1 seq, ?2 token, ?3 host ID. The host is the lease
 // ID's, so that the common case, a held lease, is known for one without
 // reading the row back (RETURNING doubled the cost of an Ack).
 const (
-	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3 AND lease_until IS NOT NULL"
-	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3"
+	ackLeased    = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3 AND lease_until IS NOT NULL"
+	ackSwept     = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3"
+	ackSavepoint = "SAVEPOINT ack"
+	ackRollback  = "ROLLBACK TO ack"
+	ackRelease   = "RELEASE ack"
 )
 
 // affected is the count of rows a statement's result reports.
@@ -544,7 +626,13 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 		if err := s.checkRoom(ctx, tx, n); err != nil {
 			return err
 		}
-		return s.insertPlain(ctx, tx, data, pushed)
+		todo := make([][]byte, 0, n)
+		for i, d := range data {
+			if pushed[i] {
+				todo = append(todo, d)
+			}
+		}
+		return s.insertPlain(ctx, tx, todo)
 	})
 	if err != nil {
 		return nil, s.wrap("push unvisited", err)

@@ -13,9 +13,6 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// insertHosted appends an entry: ?1 data, ?2 host ID, ?3 rank.
-const insertHosted = "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)"
-
 // hostIDQuery returns the ID of host ?1, creating its row if it has none.
 // The host "" is always 0 (a conflict on the ID is then one on the host).
 const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
@@ -116,10 +113,9 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 		if err := s.checkRoom(ctx, tx, len(entries)); err != nil {
 			return err
 		}
-		var b hostBook
+		hostIDs := make([]int64, len(entries))
 		ids := make(map[string]int64)
-		stmt := tx.StmtContext(ctx, s.prepared[insertHosted])
-		for _, e := range entries {
+		for j, e := range entries {
 			id, ok := ids[e.Host]
 			if !ok {
 				err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
@@ -128,16 +124,31 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 				}
 				ids[e.Host] = id
 			}
-			d := e.Data
-			if d == nil {
-				d = []byte{}
+			hostIDs[j] = id
+		}
+		var b hostBook
+		args := make([]any, 0, 3*chunkSizes[0])
+		err := eachChunk(len(entries), func(start, size, i int) error {
+			args = args[:0]
+			for j, e := range entries[start : start+size] {
+				d := e.Data
+				if d == nil {
+					d = []byte{}
+				}
+				args = append(args, d, hostIDs[start+j], -int64(e.Priority))
 			}
-			rank := -int64(e.Priority)
-			seq, err := lastID(stmt.ExecContext(ctx, d, id, rank))
+			last, err := lastID(s.exec(ctx, tx, insertHostedChunks[i], args...))
 			if err != nil {
 				return err
 			}
-			b.gain(id, rank, seq)
+			// The rows of one INSERT take consecutive seqs.
+			for j, e := range entries[start : start+size] {
+				b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return s.flush(ctx, tx, &b)
 	})

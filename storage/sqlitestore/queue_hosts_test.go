@@ -133,10 +133,18 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 	now := time.Now()
 	var held []string
 	pick := func() string { return held[r.IntN(len(held))] }
+	// A ttl of a nanosecond has expired by the next plain Lease, which
+	// takes the entry over.
+	ttl := func() time.Duration {
+		if r.IntN(3) == 0 {
+			return time.Nanosecond
+		}
+		return time.Duration(1+r.IntN(3)) * time.Minute
+	}
 	entry := 0
 	for step := range steps {
 		var op string
-		switch k := r.IntN(13); {
+		switch k := r.IntN(14); {
 		case k == 0:
 			op = "Push"
 			entry++
@@ -152,7 +160,7 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 		case k == 3:
 			op = "Lease"
 			var es []storage.Entry
-			if es, err = s.Lease(ctx, 1+r.IntN(3), time.Duration(1+r.IntN(3))*time.Minute); err == nil {
+			if es, err = s.Lease(ctx, 1+r.IntN(3), ttl()); err == nil {
 				for _, e := range es {
 					held = append(held, e.ID)
 				}
@@ -180,7 +188,7 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 			err = s.ReleaseBatch(ctx, time.Time{}, pick(), pick())
 		case k == 9 && len(held) > 0:
 			op = "Renew"
-			err = s.Renew(ctx, time.Duration(1+r.IntN(3))*time.Minute, pick())
+			err = s.Renew(ctx, ttl(), pick())
 		case k == 10:
 			op = "SetHostReady"
 			err = s.SetHostReady(ctx, map[string]time.Time{
@@ -190,6 +198,9 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 		case k == 11:
 			op = "Head"
 			_, err = s.Head(ctx, 1+r.IntN(6))
+		case k == 13 && len(held) > 2:
+			op = "Ack of many"
+			err = s.Ack(ctx, held...)
 		case k == 12 && r.IntN(4) == 0:
 			op = "reopen"
 			if err = s.Close(); err == nil {
