@@ -594,14 +594,55 @@ func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...st
 // are absent. With WithMaxSize it returns storage.ErrQueueFull, pushing
 // nothing, when those do not all fit.
 func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
 	if len(keys) != len(data) {
 		return nil, fmt.Errorf("sqlitestore: push unvisited: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(data))
 	}
-	pushed := make([]bool, len(data))
-	if len(data) == 0 {
+	return s.pushUnvisited(ctx, "push unvisited", keys, func(tx *sql.Tx, pushed []bool) error {
+		todo := make([][]byte, 0, len(data))
+		for i, d := range data {
+			if pushed[i] {
+				todo = append(todo, d)
+			}
+		}
+		return s.insertPlain(ctx, tx, todo)
+	})
+}
+
+// PushUnvisitedHosted is PushUnvisited for the host-aware queue: in one
+// transaction it looks the keys up in the visited set and appends, each
+// under its host and priority as PushHosted does, the entries whose keys
+// are absent, and reports per entry whether it was pushed. A priority
+// outside the int32 range is an error wrapping storage.ErrPriorityRange,
+// and nothing is pushed. (storage.VisitedPusher has no hosted form yet; a
+// queue run over a HostQueue needs one to keep a page's links one round
+// trip.)
+func (s *Store) PushUnvisitedHosted(ctx context.Context, keys []uint64, entries []storage.HostEntry) ([]bool, error) {
+	if len(keys) != len(entries) {
+		return nil, fmt.Errorf("sqlitestore: push unvisited hosted: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(entries))
+	}
+	if err := checkPriorities("push unvisited hosted", entries); err != nil {
+		return nil, err
+	}
+	return s.pushUnvisited(ctx, "push unvisited hosted", keys, func(tx *sql.Tx, pushed []bool) error {
+		todo := make([]storage.HostEntry, 0, len(entries))
+		for i, e := range entries {
+			if pushed[i] {
+				todo = append(todo, e)
+			}
+		}
+		return s.insertHosted(ctx, tx, todo)
+	})
+}
+
+// pushUnvisited runs, in one transaction, the visited lookup of keys and
+// insert with pushed[i] true for the keys not in the visited set, when
+// there are some and they fit.
+func (s *Store) pushUnvisited(ctx context.Context, op string, keys []uint64, insert func(tx *sql.Tx, pushed []bool) error) ([]bool, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	pushed := make([]bool, len(keys))
+	if len(keys) == 0 {
 		return pushed, nil
 	}
 	n := 0
@@ -626,16 +667,10 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 		if err := s.checkRoom(ctx, tx, n); err != nil {
 			return err
 		}
-		todo := make([][]byte, 0, n)
-		for i, d := range data {
-			if pushed[i] {
-				todo = append(todo, d)
-			}
-		}
-		return s.insertPlain(ctx, tx, todo)
+		return insert(tx, pushed)
 	})
 	if err != nil {
-		return nil, s.wrap("push unvisited", err)
+		return nil, s.wrap(op, err)
 	}
 	if n > 0 {
 		s.wake.signal()

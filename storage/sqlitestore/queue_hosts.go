@@ -101,10 +101,8 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 	if err := s.check(); err != nil {
 		return err
 	}
-	for i, e := range entries {
-		if err := storage.CheckPriority(e.Priority); err != nil {
-			return fmt.Errorf("sqlitestore: push hosted: entry %d (host %q, priority %d): %w", i, e.Host, e.Priority, err)
-		}
+	if err := checkPriorities("push hosted", entries); err != nil {
+		return err
 	}
 	if len(entries) == 0 {
 		return nil
@@ -113,50 +111,69 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 		if err := s.checkRoom(ctx, tx, len(entries)); err != nil {
 			return err
 		}
-		hostIDs := make([]int64, len(entries))
-		ids := make(map[string]int64)
-		for j, e := range entries {
-			id, ok := ids[e.Host]
-			if !ok {
-				err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
-				if err != nil {
-					return err
-				}
-				ids[e.Host] = id
-			}
-			hostIDs[j] = id
-		}
-		var b hostBook
-		args := make([]any, 0, 3*chunkSizes[0])
-		err := eachChunk(len(entries), func(start, size, i int) error {
-			args = args[:0]
-			for j, e := range entries[start : start+size] {
-				d := e.Data
-				if d == nil {
-					d = []byte{}
-				}
-				args = append(args, d, hostIDs[start+j], -int64(e.Priority))
-			}
-			last, err := lastID(s.exec(ctx, tx, insertHostedChunks[i], args...))
-			if err != nil {
-				return err
-			}
-			// The rows of one INSERT take consecutive seqs.
-			for j, e := range entries[start : start+size] {
-				b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return s.flush(ctx, tx, &b)
+		return s.insertHosted(ctx, tx, entries)
 	})
 	if err != nil {
 		return s.wrap("push hosted", err)
 	}
 	s.wake.signal()
 	return nil
+}
+
+// checkPriorities returns an error wrapping storage.ErrPriorityRange for
+// the first entry whose priority does not fit in an int32.
+func checkPriorities(op string, entries []storage.HostEntry) error {
+	for i, e := range entries {
+		if err := storage.CheckPriority(e.Priority); err != nil {
+			return fmt.Errorf("sqlitestore: %s: entry %d (host %q, priority %d): %w", op, i, e.Host, e.Priority, err)
+		}
+	}
+	return nil
+}
+
+// insertHosted appends entries within tx, each under its host (whose row
+// it creates if need be) and priority, and makes them their hosts' heads
+// where they come first.
+func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) error {
+	hostIDs := make([]int64, len(entries))
+	ids := make(map[string]int64)
+	for j, e := range entries {
+		id, ok := ids[e.Host]
+		if !ok {
+			err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
+			if err != nil {
+				return err
+			}
+			ids[e.Host] = id
+		}
+		hostIDs[j] = id
+	}
+	var b hostBook
+	args := make([]any, 0, 3*chunkSizes[0])
+	err := eachChunk(len(entries), func(start, size, i int) error {
+		args = args[:0]
+		for j, e := range entries[start : start+size] {
+			d := e.Data
+			if d == nil {
+				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+			}
+			args = append(args, d, hostIDs[start+j], -int64(e.Priority))
+		}
+		last, err := lastID(s.exec(ctx, tx, insertHostedChunks[i], args...))
+		if err != nil {
+			return err
+		}
+		// The rows of one INSERT take consecutive seqs (AUTOINCREMENT, one
+		// writer).
+		for j, e := range entries[start : start+size] {
+			b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.flush(ctx, tx, &b)
 }
 
 // lastID is the rowid a statement's result reports.

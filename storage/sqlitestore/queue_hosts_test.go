@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -540,4 +541,42 @@ func TestHostStateBytes(t *testing.T) {
 	if err := s.db.QueryRow("SELECT COUNT(*) FROM queue_hosts").Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("queue_hosts rows with no entries and every ready time past = %d, %v; want 0", rows, err)
 	}
+}
+
+// TestPushUnvisitedHosted: the links of a page, checked against the visited
+// set and pushed under their hosts and priorities in one transaction.
+func TestPushUnvisitedHosted(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTest(t)
+	if _, err := s.AddVisited(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	entries := []storage.HostEntry{
+		{Host: "a", Priority: 1, Data: []byte("a1")},
+		{Host: "b", Priority: 5, Data: []byte("b1")},
+		{Host: "a", Priority: 7, Data: []byte("a2")},
+	}
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2}, entries); !errors.Is(err, storage.ErrLengthMismatch) {
+		t.Errorf("PushUnvisitedHosted(2 keys, 3 entries) error = %v, want %v", err, storage.ErrLengthMismatch)
+	}
+	bad := append(slices.Clone(entries), storage.HostEntry{Host: "c", Priority: math.MaxInt32 + 1, Data: []byte("c1")})
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2, 3, 4}, bad); !errors.Is(err, storage.ErrPriorityRange) {
+		t.Errorf("PushUnvisitedHosted(priority 2^31) error = %v, want %v", err, storage.ErrPriorityRange)
+	}
+	pushed, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2, 3}, entries)
+	if err != nil || !slices.Equal(pushed, []bool{true, false, true}) {
+		t.Fatalf("PushUnvisitedHosted() = %v, %v; want [true false true] (key 2 is visited)", pushed, err)
+	}
+	got, err := s.LeaseHosts(ctx, time.Now(), 10, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, e := range got {
+		desc = append(desc, fmt.Sprintf("%s:%d:%s", e.Host, e.Priority, e.Data))
+	}
+	if want := []string{"a:7:a2", "a:1:a1"}; !slices.Equal(desc, want) {
+		t.Errorf("LeaseHosts() after PushUnvisitedHosted = %q, want %q", desc, want)
+	}
+	checkHosts(t, s, "PushUnvisitedHosted")
 }
