@@ -43,10 +43,10 @@ var (
 		return "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)" + strings.Repeat(", (?, ?, ?)", k-1)
 	})
 	// ackChunks delete the held leases of the seqs given, all of one
-	// Lease's token and one host ID, the last two parameters. The unary +
-	// keeps SQLite from reading the host's index rather than the rowids.
+	// Lease's token, the last parameter. The unary + keeps SQLite from
+	// reading the leases' index rather than the rowids.
 	ackChunks = chunked(func(k int) string {
 		return "DELETE FROM queue WHERE seq IN (?" + strings.Repeat(", ?", k-1) +
-			") AND lease_token = ? AND +host_id = ? AND +lease_until IS NOT NULL"
+			") AND lease_token = ? AND +lease_until IS NOT NULL"
 	})
 )

@@ -3,7 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -166,71 +166,133 @@ func (b *hostBook) gain(host, rank, seq int64) {
 	}
 }
 
-// Statements of flush: ?1 is the host's ID.
+// Statements of flush, each for every host of a transaction at once: ?1 is
+// a JSON array of an array per host, its ID first.
 const (
-	// The head moves on from where it was (or from seq ?3, when the
-	// candidates before it are known gone): no candidate comes before it,
-	// but those gained, which flushGain adds after.
-	flushLost = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
-		`SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host_id = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE id = ?1)
-				AND seq >= MAX((SELECT head_seq FROM queue_hosts WHERE id = ?1), ?3)
+	// flushHeads moves heads on, per host [ID, leased change, rank, seq]:
+	// from the first candidate at or after (rank, seq) when rank is given
+	// (the candidates before were leased), else from the stored head, or
+	// from seq in its rank if later. No candidate comes before that but
+	// those gained, which flushGains adds after. The first candidate of
+	// the rank, s1, is one index step; the ranks after are a second range
+	// (SQLite bounds a range by (rank, seq) on rank alone: seq is the
+	// rowid).
+	flushHeads = `WITH x AS MATERIALIZED (
+		SELECT h.id AS id, j.value ->> 1 AS k, COALESCE(j.value ->> 2, h.head_rank) AS rank,
+			(SELECT q.seq FROM queue q
+				WHERE q.host_id = h.id AND q.rank = COALESCE(j.value ->> 2, h.head_rank)
+					AND q.seq >= CASE WHEN j.value ->> 2 IS NULL THEN MAX(h.head_seq, j.value ->> 3) ELSE j.value ->> 3 END
+					AND q.lease_until IS NULL AND q.not_before = 0
+				ORDER BY q.seq LIMIT 1) AS s1
+		FROM json_each(?1) j JOIN queue_hosts h ON h.id = j.value ->> 0)
+	UPDATE queue_hosts SET leased = leased + x.k,
+		head_rank = CASE WHEN x.s1 IS NOT NULL THEN x.rank ELSE (SELECT q.rank FROM queue q
+			WHERE q.host_id = x.id AND q.rank > x.rank AND q.lease_until IS NULL AND q.not_before = 0
+			ORDER BY q.rank, q.seq LIMIT 1) END,
+		head_seq = COALESCE(x.s1, (SELECT q.seq FROM queue q
+			WHERE q.host_id = x.id AND q.rank > x.rank AND q.lease_until IS NULL AND q.not_before = 0
+			ORDER BY q.rank, q.seq LIMIT 1))
+	FROM x WHERE queue_hosts.id = x.id`
+	// flushLeased changes leased counts, per host [ID, change].
+	flushLeased = `UPDATE queue_hosts SET leased = leased + (j.value ->> 1)
+		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0`
+	// flushGains makes candidates heads where they come first, per host
+	// [ID, rank, seq].
+	flushGains = `UPDATE queue_hosts SET head_rank = j.value ->> 1, head_seq = j.value ->> 2
+		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0
+			AND (head_seq IS NULL OR (j.value ->> 1, j.value ->> 2) < (head_rank, head_seq))`
+	// flushEmpty forgets the hosts, per host [ID], that have no entry left
+	// and whose ready time has come (they are not parked).
+	flushEmpty = `DELETE FROM queue_hosts WHERE id IN (SELECT j.value ->> 0 FROM json_each(?1) j)
+		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
+			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = queue_hosts.id) ELSE 0 END`
+)
+
+// Statements of flush for one host, the common case (a JSON array costs
+// more than its parameters): ?1 is the host's ID.
+const (
+	// flushHead moves the head on: ?2 leased change, ?3 rank (NULL: the
+	// stored head's), ?4 seq, as in flushHeads.
+	flushHead = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (
+		SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = ?1 AND rank = COALESCE(?3, (SELECT head_rank FROM queue_hosts WHERE id = ?1))
+				AND seq >= CASE WHEN ?3 IS NULL THEN MAX((SELECT head_seq FROM queue_hosts WHERE id = ?1), ?4) ELSE ?4 END
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY seq LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host_id = ?1 AND rank > (SELECT head_rank FROM queue_hosts WHERE id = ?1)
+			WHERE host_id = ?1 AND rank > COALESCE(?3, (SELECT head_rank FROM queue_hosts WHERE id = ?1))
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY rank, seq LIMIT 1)
 		LIMIT 1)
 		WHERE id = ?1`
-	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
-	// The same, telling whether the host may have no entries left.
-	flushAcked = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1
-		RETURNING head_seq IS NULL AND leased = 0 AND parked = 0`
-	flushGain = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+	flushLeasedOne = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
+	flushGainOne   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
 		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
-	// A host with no entry left, whose ready time has come (it is not
-	// parked), is forgotten.
-	flushEmpty = `DELETE FROM queue_hosts WHERE id = ?1
+	flushEmptyOne = `DELETE FROM queue_hosts WHERE id = ?1
 		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
 			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = ?1) ELSE 0 END`
 )
 
-// flushPrefix moves the head on from (?3, ?4), the last of the candidates
-// leased.
-var flushPrefix = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
-	candidatesFrom("?1", "?3", "?4", ">", "1") + `) WHERE id = ?1`
+// flushOne applies the change c of one host, with its own statements.
+func (s *Store) flushOne(ctx context.Context, tx *sql.Tx, host int64, c *hostChange) error {
+	var err error
+	switch {
+	case c.prefix:
+		_, err = s.exec(ctx, tx, flushHead, host, c.leased, c.toRank, c.toSeq+1)
+	case c.lost:
+		_, err = s.exec(ctx, tx, flushHead, host, c.leased, nil, c.from)
+	case c.leased != 0:
+		_, err = s.exec(ctx, tx, flushLeasedOne, host, c.leased)
+	}
+	if err == nil && c.gained {
+		_, err = s.exec(ctx, tx, flushGainOne, host, c.rank, c.seq)
+	}
+	if err == nil && c.removed {
+		_, err = s.exec(ctx, tx, flushEmptyOne, host)
+	}
+	return err
+}
 
-// flush applies the changes of b to queue_hosts within tx, and empties b.
+// flush applies the changes of b to queue_hosts within tx, and empties b:
+// for several hosts, at most one statement of each kind for them all.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
+	if len(b.changes) == 1 {
+		err := s.flushOne(ctx, tx, b.last, b.lastCh)
+		*b = hostBook{}
+		return err
+	}
+	// Each a JSON array of rows under way, ",[…],[…]": the first ',' is
+	// made its '['.
+	var heads, leased, gains, empty []byte
 	for host, c := range b.changes {
-		var err error
 		switch {
 		case c.prefix:
-			_, err = s.exec(ctx, tx, flushPrefix, host, c.leased, c.toRank, c.toSeq)
+			heads = fmt.Appendf(heads, ",[%d,%d,%d,%d]", host, c.leased, c.toRank, c.toSeq+1)
 		case c.lost:
-			_, err = s.exec(ctx, tx, flushLost, host, c.leased, c.from)
-		case c.removed && !c.gained:
-			// An Ack: one statement, and a second when the host may be
-			// empty.
-			err = tx.StmtContext(ctx, s.prepared[flushAcked]).QueryRowContext(ctx, host, c.leased).Scan(&c.removed)
-			if errors.Is(err, sql.ErrNoRows) {
-				err = nil // no row: nothing to forget
-			}
+			heads = fmt.Appendf(heads, ",[%d,%d,null,%d]", host, c.leased, c.from)
 		case c.leased != 0:
-			_, err = s.exec(ctx, tx, flushLeased, host, c.leased)
+			leased = fmt.Appendf(leased, ",[%d,%d]", host, c.leased)
 		}
-		if err == nil && c.gained {
-			_, err = s.exec(ctx, tx, flushGain, host, c.rank, c.seq)
+		if c.gained {
+			gains = fmt.Appendf(gains, ",[%d,%d,%d]", host, c.rank, c.seq)
 		}
-		if err == nil && c.removed {
-			_, err = s.exec(ctx, tx, flushEmpty, host)
-		}
-		if err != nil {
-			return err
+		if c.removed {
+			empty = fmt.Appendf(empty, ",[%d]", host)
 		}
 	}
 	*b = hostBook{}
+	for _, f := range []struct {
+		query string
+		rows  []byte
+	}{{flushHeads, heads}, {flushLeased, leased}, {flushGains, gains}, {flushEmpty, empty}} {
+		if f.rows == nil {
+			continue
+		}
+		f.rows[0] = '['
+		if _, err := s.exec(ctx, tx, f.query, string(append(f.rows, ']'))); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -336,10 +398,11 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 
 // preparedQueries are the statements of the queue that Open prepares into
 // Store.prepared.
-var preparedQueries = slices.Concat([]string{flushLost, flushLeased, flushAcked, flushPrefix, flushGain, flushEmpty,
+var preparedQueries = slices.Concat([]string{flushHeads, flushLeased, flushGains, flushEmpty,
+	flushHead, flushLeasedOne, flushGainOne, flushEmptyOne,
 	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
 	leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
 	ackLeased, ackSwept, ackSavepoint, ackRollback, ackRelease,
 	releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
-	pushedPlain, hostIDQuery, hostName},
+	pushedPlain, hostIDQuery, hostIDsCreate, hostIDsRead, hostName, readyLater, readyPast, readyLaterMany, readyPastMany, leaseHeads},
 	insertPlainChunks, insertHostedChunks, ackChunks)

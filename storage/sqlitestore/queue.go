@@ -239,18 +239,19 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 }
 
 // ackIn deletes the entries of ids within tx and returns the IDs whose
-// lease is not held, in the order of ids. The IDs of one Lease and one host
-// are deleted a chunk at a time; a chunk that holds IDs of leases not held
-// (unknown, or expired and swept back among the candidates) is undone and
-// taken one ID at a time.
+// lease is not held, in the order of ids. The IDs of one Lease are deleted
+// a chunk at a time, trusting the host each ID names (IDs are this
+// package's, and the token, random, is checked); a chunk that holds IDs of
+// leases not held (unknown, or expired and swept back among the
+// candidates) is undone and taken one ID at a time.
 func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
 	type group struct {
-		token, host int64
-		seqs        []int64
+		token       int64
+		seqs, hosts []int64
 		at          []int // indexes in ids
 	}
 	var groups []*group
-	byLease := make(map[[2]int64]*group)
+	byToken := make(map[int64]*group)
 	notHeld := make([]bool, len(ids))
 	for i, id := range ids {
 		seq, token, host, ok := parseLeaseID(id)
@@ -258,16 +259,16 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 			notHeld[i] = true
 			continue
 		}
-		g := byLease[[2]int64{token, host}]
+		g := byToken[token]
 		if g == nil {
-			g = &group{token: token, host: host}
-			byLease[[2]int64{token, host}] = g
+			g = &group{token: token}
+			byToken[token] = g
 			groups = append(groups, g)
 		}
-		g.seqs, g.at = append(g.seqs, seq), append(g.at, i)
+		g.seqs, g.hosts, g.at = append(g.seqs, seq), append(g.hosts, host), append(g.at, i)
 	}
 	var b hostBook
-	args := make([]any, 0, chunkSizes[0]+2)
+	args := make([]any, 0, chunkSizes[0]+1)
 	for _, g := range groups {
 		err := eachChunk(len(g.seqs), func(start, size, i int) error {
 			if size > 1 {
@@ -275,16 +276,18 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 				for _, seq := range g.seqs[start : start+size] {
 					args = append(args, seq)
 				}
-				done, err := s.ackChunk(ctx, tx, i, append(args, g.token, g.host))
+				done, err := s.ackChunk(ctx, tx, i, append(args, g.token))
 				if err != nil || done {
-					c := b.at(g.host)
-					c.leased -= size
-					c.removed = true
+					for _, host := range g.hosts[start : start+size] {
+						c := b.at(host)
+						c.leased--
+						c.removed = true
+					}
 					return err
 				}
 			}
 			for j := start; j < start+size; j++ {
-				held, err := s.ackOne(ctx, tx, &b, g.seqs[j], g.token, g.host)
+				held, err := s.ackOne(ctx, tx, &b, g.seqs[j], g.token, g.hosts[j])
 				if err != nil {
 					return err
 				}
@@ -305,9 +308,8 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 	return unknown, s.flush(ctx, tx, &b)
 }
 
-// ackChunk deletes the held leases of a chunk (args: its seqs, the token,
-// the host ID) and reports whether every one was; if not, it undoes the
-// chunk.
+// ackChunk deletes the held leases of a chunk (args: its seqs, the token)
+// and reports whether every one was; if not, it undoes the chunk.
 func (s *Store) ackChunk(ctx context.Context, tx *sql.Tx, i int, args []any) (bool, error) {
 	if _, err := s.exec(ctx, tx, ackSavepoint); err != nil {
 		return false, err

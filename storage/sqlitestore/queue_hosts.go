@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,6 +18,50 @@ import (
 // The host "" is always 0 (a conflict on the ID is then one on the host).
 const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
 	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
+
+// The same for the hosts of the JSON array ?1 of names: hostIDsCreate
+// creates the rows missing, hostIDsRead reads the IDs and names.
+const (
+	hostIDsCreate = `INSERT INTO queue_hosts (id, host)
+		SELECT CASE WHEN value = '' THEN 0 END, value FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING`
+	hostIDsRead = "SELECT id, host FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
+)
+
+// hostIDs returns the IDs of the entries' hosts, creating the rows
+// missing: one statement for one host, two for several.
+func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]int64, error) {
+	ids := make(map[string]int64)
+	var names []string
+	for _, e := range entries {
+		if _, ok := ids[e.Host]; !ok {
+			ids[e.Host] = 0
+			names = append(names, e.Host)
+		}
+	}
+	if len(names) == 1 {
+		var id int64
+		err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, names[0]).Scan(&id)
+		ids[names[0]] = id
+		return ids, err
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.exec(ctx, tx, hostIDsCreate, string(list)); err != nil {
+		return nil, err
+	}
+	err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		ids[name] = id
+		return nil
+	})
+	return ids, err
+}
 
 // hostName returns the name of the host whose ID is ?1.
 const hostName = "SELECT host FROM queue_hosts WHERE id = ?1"
@@ -135,22 +180,17 @@ func checkPriorities(op string, entries []storage.HostEntry) error {
 // it creates if need be) and priority, and makes them their hosts' heads
 // where they come first.
 func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) error {
+	ids, err := s.hostIDs(ctx, tx, entries)
+	if err != nil {
+		return err
+	}
 	hostIDs := make([]int64, len(entries))
-	ids := make(map[string]int64)
 	for j, e := range entries {
-		id, ok := ids[e.Host]
-		if !ok {
-			err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
-			if err != nil {
-				return err
-			}
-			ids[e.Host] = id
-		}
-		hostIDs[j] = id
+		hostIDs[j] = ids[e.Host]
 	}
 	var b hostBook
 	args := make([]any, 0, 3*chunkSizes[0])
-	err := eachChunk(len(entries), func(start, size, i int) error {
+	err = eachChunk(len(entries), func(start, size, i int) error {
 		args = args[:0]
 		for j, e := range entries[start : start+size] {
 			d := e.Data
@@ -266,11 +306,15 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 		if err != nil || len(hosts) == 0 {
 			return out, err
 		}
-		after = hosts[len(hosts)-1]
+		var shares []hostShare
+		want := n - len(out)
 		for _, h := range hosts {
-			if len(out) == n {
+			if want == 0 {
+				// A host may give less than its quota: the next page
+				// starts after the last host asked.
 				break
 			}
+			after = h
 			if h.readyAt > now {
 				// Unparked by a sweep at a later now than this call's
 				// (another consumer's clock): park it again.
@@ -279,20 +323,78 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 				}
 				continue
 			}
-			quota := n - len(out)
+			quota := want
 			if perHost > 0 {
 				quota = min(quota, perHost-int(h.leased))
 			}
-			if quota <= 0 {
-				continue
+			if quota > 0 {
+				shares = append(shares, hostShare{h: h, quota: quota})
+				want -= quota
 			}
-			if out, err = s.leaseFrom(ctx, tx, b, h, quota, until, token, out); err != nil {
-				return out, err
-			}
+		}
+		if out, err = s.leaseShares(ctx, tx, b, shares, until, token, out); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
 }
+
+// hostShare is what LeaseHosts takes from a host: up to quota entries.
+type hostShare struct {
+	h       hostRow
+	quota   int
+	entries []storage.Entry
+}
+
+// leaseShares leases the shares and appends their entries to out, host
+// after host. The shares of one entry (perHost 1, a broad crawl's) are
+// their hosts' heads: they are leased together, in one statement.
+func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares []hostShare, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
+	var heads []byte
+	at := make(map[int64]int) // host ID → its share, for the heads
+	for i := range shares {
+		if sh := &shares[i]; sh.quota == 1 {
+			heads = fmt.Appendf(heads, ",%d", sh.h.headSeq)
+			at[sh.h.id] = i
+		}
+	}
+	if len(at) > 1 {
+		heads[0] = '['
+		err := s.eachRow(ctx, tx, leaseHeads, []any{until, token, s.owner, string(append(heads, ']'))}, func(rows *sql.Rows) error {
+			var e storage.Entry
+			var seq, rank, host int64
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &rank, &host); err != nil {
+				return err
+			}
+			sh := &shares[at[host]]
+			e.ID, e.Host, e.Priority = leaseID(seq, token, host), sh.h.host, int(-rank)
+			sh.entries = append(sh.entries, e)
+			b.leasePrefix(host, 1, rank, seq)
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	for i := range shares {
+		sh := &shares[i]
+		if sh.quota > 1 || len(at) == 1 {
+			var err error
+			if sh.entries, err = s.leaseFrom(ctx, tx, b, sh.h, sh.quota, until, token); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, sh.entries...)
+	}
+	return out, nil
+}
+
+// leaseHeads leases the entries whose seqs are in the JSON array ?4, the
+// heads of their hosts (candidates all): ?1 lease end, ?2 token, ?3 owner.
+const leaseHeads = `UPDATE queue
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	WHERE seq IN (SELECT value FROM json_each(?4)) AND lease_until IS NULL AND not_before = 0
+	RETURNING seq, data, deliveries, rank, host_id`
 
 // readHosts reads up to limit hosts with candidates, parked or not, in
 // lease order after the head of after.
@@ -310,8 +412,8 @@ func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hos
 }
 
 // leaseFrom leases up to quota candidates of h, from its head on, and
-// appends them to out in lease order.
-func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRow, quota int, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
+// returns them in lease order.
+func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRow, quota int, until, token int64) ([]storage.Entry, error) {
 	type leased struct {
 		rank, seq int64
 		e         storage.Entry
@@ -327,7 +429,7 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 		return nil
 	})
 	if err != nil || len(got) == 0 {
-		return out, err
+		return nil, err
 	}
 	// RETURNING has no defined order.
 	slices.SortFunc(got, func(a, b leased) int {
@@ -335,8 +437,9 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 	})
 	last := got[len(got)-1]
 	b.leasePrefix(h.id, len(got), last.rank, last.seq)
-	for _, l := range got {
-		out = append(out, l.e)
+	out := make([]storage.Entry, len(got))
+	for i, l := range got {
+		out[i] = l.e
 	}
 	return out, nil
 }
@@ -354,24 +457,38 @@ func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) er
 	}
 	now := time.Now().UnixNano()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		later, err := tx.PrepareContext(ctx, `INSERT INTO queue_hosts (id, host, ready_at, parked)
-			VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1, ?2, 1)
-			ON CONFLICT DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`)
-		if err != nil {
-			return err
-		}
-		defer later.Close()
-		past, err := tx.PrepareContext(ctx, "UPDATE queue_hosts SET ready_at = ?2, parked = 1 WHERE host = ?1 AND ready_at < ?2")
-		if err != nil {
-			return err
-		}
-		defer past.Close()
-		for host, t := range ready {
-			at, stmt := unixNano(t), later
-			if at <= now {
-				stmt = past
+		if len(ready) == 1 {
+			for host, t := range ready {
+				at, q := unixNano(t), readyLater
+				if at <= now {
+					q = readyPast
+				}
+				_, err := s.exec(ctx, tx, q, host, at)
+				return err
 			}
-			if _, err := stmt.ExecContext(ctx, host, at); err != nil {
+		}
+		// Several hosts: one statement for the times to come, one for
+		// those past, each over a JSON array of [host, time].
+		var later, past [][2]any
+		for host, t := range ready {
+			if at := unixNano(t); at > now {
+				later = append(later, [2]any{host, at})
+			} else {
+				past = append(past, [2]any{host, at})
+			}
+		}
+		for _, f := range []struct {
+			query string
+			rows  [][2]any
+		}{{readyLaterMany, later}, {readyPastMany, past}} {
+			if len(f.rows) == 0 {
+				continue
+			}
+			rows, err := json.Marshal(f.rows)
+			if err != nil {
+				return err
+			}
+			if _, err := s.exec(ctx, tx, f.query, string(rows)); err != nil {
 				return err
 			}
 		}
@@ -379,6 +496,22 @@ func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) er
 	})
 	return s.wrap("set host ready", err)
 }
+
+// Statements of SetHostReady: ?1 host, ?2 ready time. A time to come
+// creates the host's row if need be; a time past only moves a known host's
+// on.
+const (
+	readyLater = `INSERT INTO queue_hosts (id, host, ready_at, parked)
+		VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1, ?2, 1)
+		ON CONFLICT DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`
+	readyPast = "UPDATE queue_hosts SET ready_at = ?2, parked = 1 WHERE host = ?1 AND ready_at < ?2"
+	// The same for the hosts of the JSON array ?1 of [host, time].
+	readyLaterMany = `INSERT INTO queue_hosts (id, host, ready_at, parked)
+		SELECT CASE WHEN j.value ->> 0 = '' THEN 0 END, j.value ->> 0, j.value ->> 1, 1 FROM json_each(?1) j WHERE true
+		ON CONFLICT DO UPDATE SET ready_at = excluded.ready_at, parked = 1 WHERE ready_at < excluded.ready_at`
+	readyPastMany = `UPDATE queue_hosts SET ready_at = j.value ->> 1, parked = 1
+		FROM json_each(?1) j WHERE queue_hosts.host = j.value ->> 0 AND ready_at < j.value ->> 1`
+)
 
 // Head implements storage.HostQueue: up to n pending entries, hosts in the
 // order LeaseHosts takes them (ready or not, full or not), each host's
