@@ -27,20 +27,23 @@ import (
 // future: its ID and name, its ready time, its count of leased entries,
 // and its head (the rank and seq of its first candidate). A host's row is
 // deleted only when it has no entries, so no entry refers to an ID that
-// was reused. Every statement that moves entries
-// between states reports what it did to a hostBook, which updates each
-// host touched once per transaction (not once per entry, which cost more
-// than the queue's own writes). A host is parked while its ready time may
-// be in the future; LeaseHosts walks the unparked hosts that have a head
-// by (head_rank, head_seq), which is the contract's order across hosts,
-// and takes from each its first candidates through the host index.
+// was reused. Every statement that moves entries between states reports
+// what it did to a hostBook, which updates the hosts touched at the end of
+// the transaction, with one statement of each kind for them all (per-row
+// triggers cost more than the queue's own writes, and a statement per host
+// made a broad crawl's transactions long). A host is parked while its
+// ready time may be in the future; LeaseHosts walks the unparked hosts
+// that have a head by (head_rank, head_seq), which is the contract's order
+// across hosts, and takes from each its first candidates through the host
+// index.
 //
 // The three changes that time makes (a lease expiring, a not-before time
 // passing, a host's ready time coming) have no statement to report them:
 // LeaseHosts and Head sweep them first, through partial indexes that hold
 // only the leased entries, the delayed entries and the parked hosts, so a
-// sweep costs what it changes, not what the queue holds. Plain Lease sweeps
-// only the expired leases, so that every entry it leases was not counted.
+// sweep costs what it changes, not what the queue holds. Plain Lease reads
+// the times itself and needs no sweep: an expired lease it takes over is
+// marked (leaseQuery) so that its host's count is not raised twice.
 var migrateHostQueue = `ALTER TABLE queue ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE queue ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
 	CREATE INDEX queue_host_rank ON queue (host_id, rank, seq);

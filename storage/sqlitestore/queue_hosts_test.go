@@ -580,3 +580,24 @@ func TestPushUnvisitedHosted(t *testing.T) {
 	}
 	checkHosts(t, s, "PushUnvisitedHosted")
 }
+
+// TestPushHostedMaxSize: with WithMaxSize, a PushHosted or
+// PushUnvisitedHosted that does not fit pushes nothing.
+func TestPushHostedMaxSize(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTest(t, WithMaxSize(3))
+	es := []storage.HostEntry{{Host: "a", Data: []byte("a1")}, {Host: "b", Data: []byte("b1")}}
+	if err := s.PushHosted(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushHosted(ctx, es...); !errors.Is(err, storage.ErrQueueFull) {
+		t.Errorf("PushHosted(2) into 2 of 3 error = %v, want %v", err, storage.ErrQueueFull)
+	}
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2}, es); !errors.Is(err, storage.ErrQueueFull) {
+		t.Errorf("PushUnvisitedHosted(2) into 2 of 3 error = %v, want %v", err, storage.ErrQueueFull)
+	}
+	if l, err := s.Len(ctx); err != nil || l.Total() != 2 {
+		t.Errorf("Len() after the pushes that did not fit = %+v, %v; want 2 entries", l, err)
+	}
+	checkHosts(t, s, "the pushes that did not fit")
+}
