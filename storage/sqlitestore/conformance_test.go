@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/magpiecrawl/magpie/storage"
 	"github.com/magpiecrawl/magpie/storage/storagetest"
@@ -49,6 +50,17 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceHostQueue(t *testing.T) {
 	storagetest.RunHostQueue(t, func(t *testing.T) storage.HostQueue { return openSuite(t) })
+	// The options that change a push's transaction: a size check and the
+	// purge of expired visited marks.
+	t.Run("WithOptions", func(t *testing.T) {
+		storagetest.RunHostQueue(t, func(t *testing.T) storage.HostQueue {
+			s, err := Open(filepath.Join(t.TempDir(), "suite.db"), WithMaxSize(1000), WithVisitedTTL(time.Hour))
+			if err != nil {
+				t.Fatalf("Open error = %v", err)
+			}
+			return s
+		})
+	})
 	storagetest.RunHostQueueReopen(t, func(t *testing.T, path string) storage.HostQueue {
 		s, err := Open(path)
 		if err != nil {

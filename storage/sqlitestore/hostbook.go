@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,20 +27,23 @@ import (
 // future: its ID and name, its ready time, its count of leased entries,
 // and its head (the rank and seq of its first candidate). A host's row is
 // deleted only when it has no entries, so no entry refers to an ID that
-// was reused. Every statement that moves entries
-// between states reports what it did to a hostBook, which updates each
-// host touched once per transaction (not once per entry, which cost more
-// than the queue's own writes). A host is parked while its ready time may
-// be in the future; LeaseHosts walks the unparked hosts that have a head
-// by (head_rank, head_seq), which is the contract's order across hosts,
-// and takes from each its first candidates through the host index.
+// was reused. Every statement that moves entries between states reports
+// what it did to a hostBook, which updates the hosts touched at the end of
+// the transaction, with one statement of each kind for them all (per-row
+// triggers cost more than the queue's own writes, and a statement per host
+// made a broad crawl's transactions long). A host is parked while its
+// ready time may be in the future; LeaseHosts walks the unparked hosts
+// that have a head by (head_rank, head_seq), which is the contract's order
+// across hosts, and takes from each its first candidates through the host
+// index.
 //
 // The three changes that time makes (a lease expiring, a not-before time
 // passing, a host's ready time coming) have no statement to report them:
 // LeaseHosts and Head sweep them first, through partial indexes that hold
 // only the leased entries, the delayed entries and the parked hosts, so a
-// sweep costs what it changes, not what the queue holds. Plain Lease sweeps
-// only the expired leases, so that every entry it leases was not counted.
+// sweep costs what it changes, not what the queue holds. Plain Lease reads
+// the times itself and needs no sweep: an expired lease it takes over is
+// marked (leaseQuery) so that its host's count is not raised twice.
 var migrateHostQueue = `ALTER TABLE queue ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE queue ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
 	CREATE INDEX queue_host_rank ON queue (host_id, rank, seq);
@@ -85,6 +90,9 @@ type hostChange struct {
 	gained    bool  // candidates appeared, the first at (rank, seq)
 	rank, seq int64 // the first candidate gained
 	removed   bool  // an entry was deleted: the host may have none left
+	// No candidate is left before the seq from in the head's rank (0: none
+	// known), so the new head is looked for from there.
+	from int64
 	// The candidates lost were the first ones, up to (toRank, toSeq) in
 	// lease order: the new head is found after it, not by walking from the
 	// old head past them.
@@ -131,7 +139,15 @@ func (b *hostBook) lease(host int64, wasCandidate bool) {
 }
 
 // lose records that a candidate of the host stopped being one.
-func (c *hostChange) lose() { c.lost, c.prefix = true, false }
+func (c *hostChange) lose() { c.lost, c.prefix, c.from = true, false, 0 }
+
+// leasedTo records that the changes are Lease's, which leased every
+// candidate up to seq: no host has one left at or before it.
+func (b *hostBook) leasedTo(seq int64) {
+	for _, c := range b.changes {
+		c.from = seq + 1
+	}
+}
 
 // leasePrefix records that the first k candidates of host, up to (rank,
 // seq) in lease order, were leased, and nothing else happened to the host.
@@ -153,60 +169,133 @@ func (b *hostBook) gain(host, rank, seq int64) {
 	}
 }
 
-// Statements of flush: ?1 is the host's ID.
+// Statements of flush, each for every host of a transaction at once: ?1 is
+// a JSON array of an array per host, its ID first.
 const (
-	// The head moves on from where it was: no candidate comes before it,
-	// but those gained, which flushGain adds after.
-	flushLost = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
-		`SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host_id = ?1 AND rank = (SELECT head_rank FROM queue_hosts WHERE id = ?1)
-				AND seq >= (SELECT head_seq FROM queue_hosts WHERE id = ?1)
+	// flushHeads moves heads on, per host [ID, leased change, rank, seq]:
+	// from the first candidate at or after (rank, seq) when rank is given
+	// (the candidates before were leased), else from the stored head, or
+	// from seq in its rank if later. No candidate comes before that but
+	// those gained, which flushGains adds after. The first candidate of
+	// the rank, s1, is one index step; the ranks after are a second range
+	// (SQLite bounds a range by (rank, seq) on rank alone: seq is the
+	// rowid).
+	flushHeads = `WITH x AS MATERIALIZED (
+		SELECT h.id AS id, j.value ->> 1 AS k, COALESCE(j.value ->> 2, h.head_rank) AS rank,
+			(SELECT q.seq FROM queue q
+				WHERE q.host_id = h.id AND q.rank = COALESCE(j.value ->> 2, h.head_rank)
+					AND q.seq >= CASE WHEN j.value ->> 2 IS NULL THEN MAX(h.head_seq, j.value ->> 3) ELSE j.value ->> 3 END
+					AND q.lease_until IS NULL AND q.not_before = 0
+				ORDER BY q.seq LIMIT 1) AS s1
+		FROM json_each(?1) j JOIN queue_hosts h ON h.id = j.value ->> 0)
+	UPDATE queue_hosts SET leased = leased + x.k,
+		head_rank = CASE WHEN x.s1 IS NOT NULL THEN x.rank ELSE (SELECT q.rank FROM queue q
+			WHERE q.host_id = x.id AND q.rank > x.rank AND q.lease_until IS NULL AND q.not_before = 0
+			ORDER BY q.rank, q.seq LIMIT 1) END,
+		head_seq = COALESCE(x.s1, (SELECT q.seq FROM queue q
+			WHERE q.host_id = x.id AND q.rank > x.rank AND q.lease_until IS NULL AND q.not_before = 0
+			ORDER BY q.rank, q.seq LIMIT 1))
+	FROM x WHERE queue_hosts.id = x.id`
+	// flushLeased changes leased counts, per host [ID, change].
+	flushLeased = `UPDATE queue_hosts SET leased = leased + (j.value ->> 1)
+		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0`
+	// flushGains makes candidates heads where they come first, per host
+	// [ID, rank, seq].
+	flushGains = `UPDATE queue_hosts SET head_rank = j.value ->> 1, head_seq = j.value ->> 2
+		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0
+			AND (head_seq IS NULL OR (j.value ->> 1, j.value ->> 2) < (head_rank, head_seq))`
+	// flushEmpty forgets the hosts, per host [ID], that have no entry left
+	// and whose ready time has come (they are not parked).
+	flushEmpty = `DELETE FROM queue_hosts WHERE id IN (SELECT j.value ->> 0 FROM json_each(?1) j)
+		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
+			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = queue_hosts.id) ELSE 0 END`
+)
+
+// Statements of flush for one host, the common case (a JSON array costs
+// more than its parameters): ?1 is the host's ID.
+const (
+	// flushHead moves the head on: ?2 leased change, ?3 rank (NULL: the
+	// stored head's), ?4 seq, as in flushHeads.
+	flushHead = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (
+		SELECT * FROM (SELECT rank, seq FROM queue
+			WHERE host_id = ?1 AND rank = COALESCE(?3, (SELECT head_rank FROM queue_hosts WHERE id = ?1))
+				AND seq >= CASE WHEN ?3 IS NULL THEN MAX((SELECT head_seq FROM queue_hosts WHERE id = ?1), ?4) ELSE ?4 END
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY seq LIMIT 1)
 		UNION ALL SELECT * FROM (SELECT rank, seq FROM queue
-			WHERE host_id = ?1 AND rank > (SELECT head_rank FROM queue_hosts WHERE id = ?1)
+			WHERE host_id = ?1 AND rank > COALESCE(?3, (SELECT head_rank FROM queue_hosts WHERE id = ?1))
 				AND lease_until IS NULL AND not_before = 0
 			ORDER BY rank, seq LIMIT 1)
 		LIMIT 1)
 		WHERE id = ?1`
-	flushLeased = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
-	flushGain   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+	flushLeasedOne = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
+	flushGainOne   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
 		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
-	// A host with no entry left, whose ready time has come (it is not
-	// parked), is forgotten.
-	flushEmpty = `DELETE FROM queue_hosts WHERE id = ?1
+	flushEmptyOne = `DELETE FROM queue_hosts WHERE id = ?1
 		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
 			THEN NOT EXISTS (SELECT 1 FROM queue WHERE host_id = ?1) ELSE 0 END`
 )
 
-// flushPrefix moves the head on from (?3, ?4), the last of the candidates
-// leased.
-var flushPrefix = `UPDATE queue_hosts SET leased = leased + ?2, (head_rank, head_seq) = (` +
-	candidatesFrom("?1", "?3", "?4", ">", "1") + `) WHERE id = ?1`
+// flushOne applies the change c of one host, with its own statements.
+func (s *Store) flushOne(ctx context.Context, tx *sql.Tx, host int64, c *hostChange) error {
+	var err error
+	switch {
+	case c.prefix:
+		_, err = s.exec(ctx, tx, flushHead, host, c.leased, c.toRank, c.toSeq+1)
+	case c.lost:
+		_, err = s.exec(ctx, tx, flushHead, host, c.leased, nil, c.from)
+	case c.leased != 0:
+		_, err = s.exec(ctx, tx, flushLeasedOne, host, c.leased)
+	}
+	if err == nil && c.gained {
+		_, err = s.exec(ctx, tx, flushGainOne, host, c.rank, c.seq)
+	}
+	if err == nil && c.removed {
+		_, err = s.exec(ctx, tx, flushEmptyOne, host)
+	}
+	return err
+}
 
-// flush applies the changes of b to queue_hosts within tx, and empties b.
+// flush applies the changes of b to queue_hosts within tx, and empties b:
+// for several hosts, at most one statement of each kind for them all.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
+	if len(b.changes) == 1 {
+		err := s.flushOne(ctx, tx, b.last, b.lastCh)
+		*b = hostBook{}
+		return err
+	}
+	// Each a JSON array of rows under way, ",[…],[…]": the first ',' is
+	// made its '['.
+	var heads, leased, gains, empty []byte
 	for host, c := range b.changes {
-		var err error
 		switch {
 		case c.prefix:
-			_, err = s.exec(ctx, tx, flushPrefix, host, c.leased, c.toRank, c.toSeq)
+			heads = fmt.Appendf(heads, ",[%d,%d,%d,%d]", host, c.leased, c.toRank, c.toSeq+1)
 		case c.lost:
-			_, err = s.exec(ctx, tx, flushLost, host, c.leased)
+			heads = fmt.Appendf(heads, ",[%d,%d,null,%d]", host, c.leased, c.from)
 		case c.leased != 0:
-			_, err = s.exec(ctx, tx, flushLeased, host, c.leased)
+			leased = fmt.Appendf(leased, ",[%d,%d]", host, c.leased)
 		}
-		if err == nil && c.gained {
-			_, err = s.exec(ctx, tx, flushGain, host, c.rank, c.seq)
+		if c.gained {
+			gains = fmt.Appendf(gains, ",[%d,%d,%d]", host, c.rank, c.seq)
 		}
-		if err == nil && c.removed {
-			_, err = s.exec(ctx, tx, flushEmpty, host)
-		}
-		if err != nil {
-			return err
+		if c.removed {
+			empty = fmt.Appendf(empty, ",[%d]", host)
 		}
 	}
 	*b = hostBook{}
+	for _, f := range []struct {
+		query string
+		rows  []byte
+	}{{flushHeads, heads}, {flushLeased, leased}, {flushGains, gains}, {flushEmpty, empty}} {
+		if f.rows == nil {
+			continue
+		}
+		f.rows[0] = '['
+		if _, err := s.exec(ctx, tx, f.query, string(append(f.rows, ']'))); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -310,10 +399,13 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 	return rows.Err()
 }
 
-// preparedQueries are the statements of the host-aware queue that Open
-// prepares into Store.prepared.
-var preparedQueries = []string{flushLost, flushLeased, flushPrefix, flushGain, flushEmpty,
+// preparedQueries are the statements of the queue that Open prepares into
+// Store.prepared.
+var preparedQueries = slices.Concat([]string{flushHeads, flushLeased, flushGains, flushEmpty,
+	flushHead, flushLeasedOne, flushGainOne, flushEmptyOne,
 	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
-	insertHosted, leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
-	ackLeased, ackSwept, releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
-	pushedPlain, hostIDQuery, hostName}
+	leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
+	ackLeased, ackSwept, ackSavepoint, ackRollback, ackRelease,
+	releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
+	pushedPlain, hostIDQuery, hostIDsCreate, hostIDsRead, hostName, readyLater, readyPast, readyLaterMany, readyPastMany, leaseHeads},
+	insertPlainChunks, insertHostedChunks, ackChunks)

@@ -28,7 +28,7 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 		if err := s.checkRoom(ctx, tx, len(data)); err != nil {
 			return err
 		}
-		return s.insertPlain(ctx, tx, data, nil)
+		return s.insertPlain(ctx, tx, data)
 	})
 	if err != nil {
 		return s.wrap("push", err)
@@ -37,33 +37,34 @@ func (s *Store) Push(ctx context.Context, data ...[]byte) error {
 	return nil
 }
 
-// insertPlain appends the entries of data (those whose pushed[i] is true,
-// all when pushed is nil) under the host "" with the priority 0, and makes
-// the first its host's head if it has none.
-func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte, pushed []bool) error {
-	stmt := tx.StmtContext(ctx, s.insertQueue)
-	first := int64(-1)
-	for i, d := range data {
-		if pushed != nil && !pushed[i] {
-			continue
-		}
-		if d == nil {
-			d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
-		}
-		res, err := stmt.ExecContext(ctx, d)
-		if err != nil {
-			return err
-		}
-		if first < 0 {
-			if first, err = res.LastInsertId(); err != nil {
-				return err
-			}
-		}
-	}
-	if first < 0 {
+// insertPlain appends data under the host "" with the priority 0, and
+// makes the first its host's head if it has none.
+func (s *Store) insertPlain(ctx context.Context, tx *sql.Tx, data [][]byte) error {
+	if len(data) == 0 {
 		return nil
 	}
-	_, err := s.exec(ctx, tx, pushedPlain, first)
+	first := int64(-1)
+	args := make([]any, 0, chunkSizes[0])
+	err := eachChunk(len(data), func(start, size, i int) error {
+		args = args[:0]
+		for _, d := range data[start : start+size] {
+			if d == nil {
+				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+			}
+			args = append(args, d)
+		}
+		last, err := lastID(s.exec(ctx, tx, insertPlainChunks[i], args...))
+		if first < 0 {
+			// The rows of one INSERT take consecutive seqs (AUTOINCREMENT,
+			// one writer).
+			first = last - int64(size) + 1
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, tx, pushedPlain, first)
 	return err
 }
 
@@ -119,13 +120,17 @@ func visitedAmong(ctx context.Context, tx *sql.Tx, lookup *sql.Stmt, keys []uint
 }
 
 // leaseQuery leases up to ?5 ready entries, oldest first: ?1 lease end,
-// ?2 token, ?3 owner, ?4 now.
+// ?2 token, ?3 owner, ?4 now. An entry whose lease had expired gets the
+// not-before time -1, so that RETURNING tells it from one that was not
+// leased (its host's leased count already has it); every way out of a lease
+// sets the not-before time again.
 const leaseQuery = `UPDATE queue
-	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1,
+		not_before = CASE WHEN lease_until IS NULL THEN not_before ELSE -1 END
 	WHERE seq IN (SELECT seq FROM queue
 		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 		ORDER BY seq LIMIT ?5)
-	RETURNING seq, data, deliveries, host_id, rank, not_before = 0`
+	RETURNING seq, data, deliveries, host_id, rank, not_before`
 
 // nextEntryQuery finds the first moment after ?1 when an entry may become
 // ready (a lease expiring, a not-before time passing), through the partial
@@ -154,11 +159,6 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out, next = out[:0], sql.NullInt64{}
-		// Expired leases first: every entry leased below then adds one to
-		// its host's leased count.
-		if err := s.sweepExpired(ctx, tx, nowNs); err != nil {
-			return err
-		}
 		rows, err := tx.StmtContext(ctx, s.leaseReady).QueryContext(ctx,
 			nowNs+ttl.Nanoseconds(), token, s.owner, nowNs, n)
 		if err != nil {
@@ -168,19 +168,25 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		var b hostBook
 		for rows.Next() {
 			var e storage.Entry
-			var seq, rank, host int64
-			var candidate bool
-			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &candidate); err != nil {
+			var seq, rank, host, notBefore int64
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &host, &rank, &notBefore); err != nil {
 				return err
 			}
 			e.ID, e.Priority = leaseID(seq, token, host), int(-rank)
 			out = append(out, leased{seq, host, e})
-			b.lease(host, candidate)
+			if notBefore >= 0 { // not a lease taken over, counted already
+				b.lease(host, notBefore == 0)
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		rows.Close()
+		if len(out) > 0 {
+			// Every candidate up to the last seq leased is leased now: the
+			// heads move on from after it.
+			b.leasedTo(slices.MaxFunc(out, func(a, b leased) int { return cmp.Compare(a.seq, b.seq) }).seq)
+		}
 		if err := s.flush(ctx, tx, &b); err != nil {
 			return err
 		}
@@ -212,168 +218,6 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		entries[i] = l.e
 	}
 	return entries, nil
-}
-
-// Ack deletes leased entries for good, in one transaction. IDs whose lease
-// is no longer held (acknowledged already, or expired and leased again) are
-// skipped and reported in an error wrapping storage.ErrUnknownLease; the
-// others are acknowledged all the same. An expired lease not yet taken over
-// can still be acknowledged.
-func (s *Store) Ack(ctx context.Context, ids ...string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	var unknown []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		unknown, err = s.ackIn(ctx, tx, ids)
-		return err
-	})
-	return s.ackResult(unknown, err)
-}
-
-// ackIn deletes the entries of ids within tx and returns the IDs whose
-// lease is not held.
-func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
-	var unknown []string
-	var b hostBook
-	leased, swept := tx.StmtContext(ctx, s.prepared[ackLeased]), tx.StmtContext(ctx, s.prepared[ackSwept])
-	for _, id := range ids {
-		seq, token, host, ok := parseLeaseID(id)
-		if !ok {
-			unknown = append(unknown, id)
-			continue
-		}
-		n, err := affected(leased.ExecContext(ctx, seq, token, host))
-		if err != nil {
-			return nil, err
-		}
-		c := b.at(host)
-		if n > 0 {
-			c.leased--
-			c.removed = true
-			continue
-		}
-		// An expired lease swept back among the candidates, or no lease.
-		if n, err = affected(swept.ExecContext(ctx, seq, token, host)); err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			unknown = append(unknown, id)
-			continue
-		}
-		c.lose()
-		c.removed = true
-	}
-	return unknown, s.flush(ctx, tx, &b)
-}
-
-// Statements of Ack: ?1 seq, ?2 token, ?3 host ID. The host is the lease
-// ID's, so that the common case, a held lease, is known for one without
-// reading the row back (RETURNING doubled the cost of an Ack).
-const (
-	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3 AND lease_until IS NOT NULL"
-	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND host_id = ?3"
-)
-
-// affected is the count of rows a statement's result reports.
-func affected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// ackResult is Ack's error for a transaction's outcome.
-func (s *Store) ackResult(unknown []string, err error) error {
-	if err != nil {
-		return s.wrap("ack", err)
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("sqlitestore: ack %q: %w", unknown, storage.ErrUnknownLease)
-	}
-	return nil
-}
-
-// Release returns a leased entry to the queue, ready at notBefore (the zero
-// time: at once). It keeps its place in push order. It returns
-// storage.ErrUnknownLease when the lease is no longer held.
-func (s *Store) Release(ctx context.Context, id string, notBefore time.Time) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	unknown, err := s.releaseIDs(ctx, []string{id}, notBefore)
-	if err != nil {
-		return err
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("sqlitestore: release %q: %w", id, storage.ErrUnknownLease)
-	}
-	return nil
-}
-
-// Statements of Release: ?1 not-before, ?2 seq, ?3 token, ?4 host ID. A held lease
-// (leased) and an expired one swept back among the candidates are told
-// apart for the host's leased count.
-const (
-	releaseHeld = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL RETURNING rank`
-	releaseSwept = `UPDATE queue SET lease_token = NULL, lease_owner = NULL, not_before = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 RETURNING rank`
-)
-
-// releaseIDs releases the leases of ids in one transaction, ready at
-// notBefore, and returns those not held.
-func (s *Store) releaseIDs(ctx context.Context, ids []string, notBefore time.Time) ([]string, error) {
-	var nb int64
-	if notBefore.After(time.Unix(0, 0)) {
-		nb = unixNano(notBefore)
-	}
-	var unknown []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		unknown = unknown[:0]
-		var b hostBook
-		held, swept := tx.StmtContext(ctx, s.prepared[releaseHeld]), tx.StmtContext(ctx, s.prepared[releaseSwept])
-		for _, id := range ids {
-			seq, token, host, ok := parseLeaseID(id)
-			if !ok {
-				unknown = append(unknown, id)
-				continue
-			}
-			var rank int64
-			err := held.QueryRowContext(ctx, nb, seq, token, host).Scan(&rank)
-			wasLeased := err == nil
-			if errors.Is(err, sql.ErrNoRows) {
-				err = swept.QueryRowContext(ctx, nb, seq, token, host).Scan(&rank)
-			}
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				unknown = append(unknown, id)
-				continue
-			case err != nil:
-				return err
-			}
-			c := b.at(host)
-			if wasLeased {
-				c.leased--
-			} else {
-				c.lose() // it was a candidate; delayed now, perhaps
-			}
-			if nb == 0 {
-				b.gain(host, rank, seq)
-			}
-		}
-		return s.flush(ctx, tx, &b)
-	})
-	if err != nil {
-		return nil, s.wrap("release", err)
-	}
-	if notBefore.After(time.Now()) {
-		s.wake.wakeAt(notBefore)
-	} else {
-		s.wake.signal()
-	}
-	return unknown, nil
 }
 
 // Len counts entries as of now: leased ones whose lease has expired count
@@ -429,97 +273,60 @@ func parseLeaseID(id string) (seq, token, host int64, ok bool) {
 	return seq, token, host, err1 == nil && err2 == nil && err3 == nil
 }
 
-// Renew implements storage.LeaseRenewer: each held lease runs ttl from now,
-// all in one transaction. An expired lease not yet taken over is renewed.
-func (s *Store) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("sqlitestore: renew(%v): %w", ttl, ErrInvalidArgument)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	until := time.Now().Add(ttl)
-	var unknown []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		unknown = unknown[:0]
-		var b hostBook
-		held, swept := tx.StmtContext(ctx, s.prepared[renewHeld]), tx.StmtContext(ctx, s.prepared[renewSwept])
-		for _, id := range ids {
-			seq, token, host, ok := parseLeaseID(id)
-			if !ok {
-				unknown = append(unknown, id)
-				continue
-			}
-			n, err := affected(held.ExecContext(ctx, until.UnixNano(), seq, token, host))
-			if err == nil && n == 0 {
-				n, err = affected(swept.ExecContext(ctx, until.UnixNano(), seq, token, host, s.owner))
-				if n > 0 {
-					b.lease(host, true)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				unknown = append(unknown, id)
-			}
-		}
-		return s.flush(ctx, tx, &b)
-	})
-	if err != nil {
-		return s.wrap("renew", err)
-	}
-	s.wake.wakeAt(until)
-	if len(unknown) > 0 {
-		return fmt.Errorf("sqlitestore: renew %q: %w", unknown, storage.ErrUnknownLease)
-	}
-	return nil
-}
-
-// Statements of Renew: ?1 lease end, ?2 seq, ?3 token, ?4 host ID, ?5 owner.
-// An expired lease swept back among the candidates is leased again.
-const (
-	renewHeld = `UPDATE queue SET lease_until = ?1
-		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NOT NULL`
-	renewSwept = `UPDATE queue SET lease_until = ?1, lease_owner = ?5
-		WHERE seq = ?2 AND lease_token = ?3 AND host_id = ?4 AND lease_until IS NULL`
-)
-
-// ReleaseBatch implements storage.BatchReleaser in one transaction: each
-// held lease goes back to the queue in its place, ready at notBefore.
-func (s *Store) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	unknown, err := s.releaseIDs(ctx, ids, notBefore)
-	if err != nil {
-		return err
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("sqlitestore: release %q: %w", unknown, storage.ErrUnknownLease)
-	}
-	return nil
-}
-
 // PushUnvisited implements storage.VisitedPusher: in one transaction it
 // looks the keys up in the visited set and appends the entries whose keys
 // are absent. With WithMaxSize it returns storage.ErrQueueFull, pushing
 // nothing, when those do not all fit.
 func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte) ([]bool, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
 	if len(keys) != len(data) {
 		return nil, fmt.Errorf("sqlitestore: push unvisited: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(data))
 	}
-	pushed := make([]bool, len(data))
-	if len(data) == 0 {
+	return s.pushUnvisited(ctx, "push unvisited", keys, func(tx *sql.Tx, pushed []bool) error {
+		todo := make([][]byte, 0, len(data))
+		for i, d := range data {
+			if pushed[i] {
+				todo = append(todo, d)
+			}
+		}
+		return s.insertPlain(ctx, tx, todo)
+	})
+}
+
+// PushUnvisitedHosted is PushUnvisited for the host-aware queue: in one
+// transaction it looks the keys up in the visited set and appends, each
+// under its host and priority as PushHosted does, the entries whose keys
+// are absent, and reports per entry whether it was pushed. A priority
+// outside the int32 range is an error wrapping storage.ErrPriorityRange,
+// and nothing is pushed. (storage.VisitedPusher has no hosted form yet; a
+// queue run over a HostQueue needs one to keep a page's links one round
+// trip.)
+func (s *Store) PushUnvisitedHosted(ctx context.Context, keys []uint64, entries []storage.HostEntry) ([]bool, error) {
+	if len(keys) != len(entries) {
+		return nil, fmt.Errorf("sqlitestore: push unvisited hosted: %w: %d keys, %d entries", storage.ErrLengthMismatch, len(keys), len(entries))
+	}
+	if err := checkPriorities("push unvisited hosted", entries); err != nil {
+		return nil, err
+	}
+	return s.pushUnvisited(ctx, "push unvisited hosted", keys, func(tx *sql.Tx, pushed []bool) error {
+		todo := make([]storage.HostEntry, 0, len(entries))
+		for i, e := range entries {
+			if pushed[i] {
+				todo = append(todo, e)
+			}
+		}
+		return s.insertHosted(ctx, tx, todo)
+	})
+}
+
+// pushUnvisited runs, in one transaction, the visited lookup of keys and
+// insert with pushed[i] true for the keys not in the visited set, when
+// there are some and they fit.
+func (s *Store) pushUnvisited(ctx context.Context, op string, keys []uint64, insert func(tx *sql.Tx, pushed []bool) error) ([]bool, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	pushed := make([]bool, len(keys))
+	if len(keys) == 0 {
 		return pushed, nil
 	}
 	n := 0
@@ -544,10 +351,10 @@ func (s *Store) PushUnvisited(ctx context.Context, keys []uint64, data [][]byte)
 		if err := s.checkRoom(ctx, tx, n); err != nil {
 			return err
 		}
-		return s.insertPlain(ctx, tx, data, pushed)
+		return insert(tx, pushed)
 	})
 	if err != nil {
-		return nil, s.wrap("push unvisited", err)
+		return nil, s.wrap(op, err)
 	}
 	if n > 0 {
 		s.wake.signal()

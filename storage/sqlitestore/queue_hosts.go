@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,13 +14,54 @@ import (
 	"github.com/magpiecrawl/magpie/storage"
 )
 
-// insertHosted appends an entry: ?1 data, ?2 host ID, ?3 rank.
-const insertHosted = "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)"
-
 // hostIDQuery returns the ID of host ?1, creating its row if it has none.
 // The host "" is always 0 (a conflict on the ID is then one on the host).
 const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
 	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
+
+// The same for the hosts of the JSON array ?1 of names: hostIDsCreate
+// creates the rows missing, hostIDsRead reads the IDs and names.
+const (
+	hostIDsCreate = `INSERT INTO queue_hosts (id, host)
+		SELECT CASE WHEN value = '' THEN 0 END, value FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING`
+	hostIDsRead = "SELECT id, host FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
+)
+
+// hostIDs returns the IDs of the entries' hosts, creating the rows
+// missing: one statement for one host, two for several.
+func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]int64, error) {
+	ids := make(map[string]int64)
+	var names []string
+	for _, e := range entries {
+		if _, ok := ids[e.Host]; !ok {
+			ids[e.Host] = 0
+			names = append(names, e.Host)
+		}
+	}
+	if len(names) == 1 {
+		var id int64
+		err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, names[0]).Scan(&id)
+		ids[names[0]] = id
+		return ids, err
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.exec(ctx, tx, hostIDsCreate, string(list)); err != nil {
+		return nil, err
+	}
+	err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		ids[name] = id
+		return nil
+	})
+	return ids, err
+}
 
 // hostName returns the name of the host whose ID is ?1.
 const hostName = "SELECT host FROM queue_hosts WHERE id = ?1"
@@ -104,10 +146,8 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 	if err := s.check(); err != nil {
 		return err
 	}
-	for i, e := range entries {
-		if err := storage.CheckPriority(e.Priority); err != nil {
-			return fmt.Errorf("sqlitestore: push hosted: entry %d (host %q, priority %d): %w", i, e.Host, e.Priority, err)
-		}
+	if err := checkPriorities("push hosted", entries); err != nil {
+		return err
 	}
 	if len(entries) == 0 {
 		return nil
@@ -116,36 +156,64 @@ func (s *Store) PushHosted(ctx context.Context, entries ...storage.HostEntry) er
 		if err := s.checkRoom(ctx, tx, len(entries)); err != nil {
 			return err
 		}
-		var b hostBook
-		ids := make(map[string]int64)
-		stmt := tx.StmtContext(ctx, s.prepared[insertHosted])
-		for _, e := range entries {
-			id, ok := ids[e.Host]
-			if !ok {
-				err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, e.Host).Scan(&id)
-				if err != nil {
-					return err
-				}
-				ids[e.Host] = id
-			}
-			d := e.Data
-			if d == nil {
-				d = []byte{}
-			}
-			rank := -int64(e.Priority)
-			seq, err := lastID(stmt.ExecContext(ctx, d, id, rank))
-			if err != nil {
-				return err
-			}
-			b.gain(id, rank, seq)
-		}
-		return s.flush(ctx, tx, &b)
+		return s.insertHosted(ctx, tx, entries)
 	})
 	if err != nil {
 		return s.wrap("push hosted", err)
 	}
 	s.wake.signal()
 	return nil
+}
+
+// checkPriorities returns an error wrapping storage.ErrPriorityRange for
+// the first entry whose priority does not fit in an int32.
+func checkPriorities(op string, entries []storage.HostEntry) error {
+	for i, e := range entries {
+		if err := storage.CheckPriority(e.Priority); err != nil {
+			return fmt.Errorf("sqlitestore: %s: entry %d (host %q, priority %d): %w", op, i, e.Host, e.Priority, err)
+		}
+	}
+	return nil
+}
+
+// insertHosted appends entries within tx, each under its host (whose row
+// it creates if need be) and priority, and makes them their hosts' heads
+// where they come first.
+func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) error {
+	ids, err := s.hostIDs(ctx, tx, entries)
+	if err != nil {
+		return err
+	}
+	hostIDs := make([]int64, len(entries))
+	for j, e := range entries {
+		hostIDs[j] = ids[e.Host]
+	}
+	var b hostBook
+	args := make([]any, 0, 3*chunkSizes[0])
+	err = eachChunk(len(entries), func(start, size, i int) error {
+		args = args[:0]
+		for j, e := range entries[start : start+size] {
+			d := e.Data
+			if d == nil {
+				d = []byte{} // the column is NOT NULL; nil and empty mean the same payload
+			}
+			args = append(args, d, hostIDs[start+j], -int64(e.Priority))
+		}
+		last, err := lastID(s.exec(ctx, tx, insertHostedChunks[i], args...))
+		if err != nil {
+			return err
+		}
+		// The rows of one INSERT take consecutive seqs (AUTOINCREMENT, one
+		// writer).
+		for j, e := range entries[start : start+size] {
+			b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.flush(ctx, tx, &b)
 }
 
 // lastID is the rowid a statement's result reports.
@@ -238,11 +306,15 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 		if err != nil || len(hosts) == 0 {
 			return out, err
 		}
-		after = hosts[len(hosts)-1]
+		var shares []hostShare
+		want := n - len(out)
 		for _, h := range hosts {
-			if len(out) == n {
+			if want == 0 {
+				// A host may give less than its quota: the next page
+				// starts after the last host asked.
 				break
 			}
+			after = h
 			if h.readyAt > now {
 				// Unparked by a sweep at a later now than this call's
 				// (another consumer's clock): park it again.
@@ -251,20 +323,78 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 				}
 				continue
 			}
-			quota := n - len(out)
+			quota := want
 			if perHost > 0 {
 				quota = min(quota, perHost-int(h.leased))
 			}
-			if quota <= 0 {
-				continue
+			if quota > 0 {
+				shares = append(shares, hostShare{h: h, quota: quota})
+				want -= quota
 			}
-			if out, err = s.leaseFrom(ctx, tx, b, h, quota, until, token, out); err != nil {
-				return out, err
-			}
+		}
+		if out, err = s.leaseShares(ctx, tx, b, shares, until, token, out); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
 }
+
+// hostShare is what LeaseHosts takes from a host: up to quota entries.
+type hostShare struct {
+	h       hostRow
+	quota   int
+	entries []storage.Entry
+}
+
+// leaseShares leases the shares and appends their entries to out, host
+// after host. The shares of one entry (perHost 1, a broad crawl's) are
+// their hosts' heads: they are leased together, in one statement.
+func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares []hostShare, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
+	var heads []byte
+	at := make(map[int64]int) // host ID → its share, for the heads
+	for i := range shares {
+		if sh := &shares[i]; sh.quota == 1 {
+			heads = fmt.Appendf(heads, ",%d", sh.h.headSeq)
+			at[sh.h.id] = i
+		}
+	}
+	if len(at) > 1 {
+		heads[0] = '['
+		err := s.eachRow(ctx, tx, leaseHeads, []any{until, token, s.owner, string(append(heads, ']'))}, func(rows *sql.Rows) error {
+			var e storage.Entry
+			var seq, rank, host int64
+			if err := rows.Scan(&seq, &e.Data, &e.Deliveries, &rank, &host); err != nil {
+				return err
+			}
+			sh := &shares[at[host]]
+			e.ID, e.Host, e.Priority = leaseID(seq, token, host), sh.h.host, int(-rank)
+			sh.entries = append(sh.entries, e)
+			b.leasePrefix(host, 1, rank, seq)
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	for i := range shares {
+		sh := &shares[i]
+		if sh.quota > 1 || len(at) == 1 {
+			var err error
+			if sh.entries, err = s.leaseFrom(ctx, tx, b, sh.h, sh.quota, until, token); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, sh.entries...)
+	}
+	return out, nil
+}
+
+// leaseHeads leases the entries whose seqs are in the JSON array ?4, the
+// heads of their hosts (candidates all): ?1 lease end, ?2 token, ?3 owner.
+const leaseHeads = `UPDATE queue
+	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
+	WHERE seq IN (SELECT value FROM json_each(?4)) AND lease_until IS NULL AND not_before = 0
+	RETURNING seq, data, deliveries, rank, host_id`
 
 // readHosts reads up to limit hosts with candidates, parked or not, in
 // lease order after the head of after.
@@ -282,8 +412,8 @@ func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hos
 }
 
 // leaseFrom leases up to quota candidates of h, from its head on, and
-// appends them to out in lease order.
-func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRow, quota int, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
+// returns them in lease order.
+func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRow, quota int, until, token int64) ([]storage.Entry, error) {
 	type leased struct {
 		rank, seq int64
 		e         storage.Entry
@@ -299,7 +429,7 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 		return nil
 	})
 	if err != nil || len(got) == 0 {
-		return out, err
+		return nil, err
 	}
 	// RETURNING has no defined order.
 	slices.SortFunc(got, func(a, b leased) int {
@@ -307,180 +437,9 @@ func (s *Store) leaseFrom(ctx context.Context, tx *sql.Tx, b *hostBook, h hostRo
 	})
 	last := got[len(got)-1]
 	b.leasePrefix(h.id, len(got), last.rank, last.seq)
-	for _, l := range got {
-		out = append(out, l.e)
+	out := make([]storage.Entry, len(got))
+	for i, l := range got {
+		out[i] = l.e
 	}
 	return out, nil
-}
-
-// SetHostReady implements storage.HostQueue in one transaction: each host's
-// ready time becomes the later of the stored one and the given one. A time
-// already past for a host the Store does not know is not stored (the host
-// has nothing to hold back).
-func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	if len(ready) == 0 {
-		return nil
-	}
-	now := time.Now().UnixNano()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		later, err := tx.PrepareContext(ctx, `INSERT INTO queue_hosts (id, host, ready_at, parked)
-			VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1, ?2, 1)
-			ON CONFLICT DO UPDATE SET ready_at = ?2, parked = 1 WHERE ready_at < ?2`)
-		if err != nil {
-			return err
-		}
-		defer later.Close()
-		past, err := tx.PrepareContext(ctx, "UPDATE queue_hosts SET ready_at = ?2, parked = 1 WHERE host = ?1 AND ready_at < ?2")
-		if err != nil {
-			return err
-		}
-		defer past.Close()
-		for host, t := range ready {
-			at, stmt := unixNano(t), later
-			if at <= now {
-				stmt = past
-			}
-			if _, err := stmt.ExecContext(ctx, host, at); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return s.wrap("set host ready", err)
-}
-
-// Head implements storage.HostQueue: up to n pending entries, hosts in the
-// order LeaseHosts takes them (ready or not, full or not), each host's
-// candidates and delayed entries in rank order. It sweeps first, as
-// LeaseHosts does, so it is a write transaction.
-func (s *Store) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if n < 1 {
-		return nil, nil
-	}
-	var out []storage.HeadEntry
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		if err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
-			return err
-		}
-		start := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
-		// Both lists are in lease order; n hosts of each are enough, as
-		// every host listed gives at least one entry.
-		ready, err := s.readHosts(ctx, tx, 0, start, n)
-		if err != nil {
-			return err
-		}
-		parked, err := s.readHosts(ctx, tx, 1, start, n)
-		if err != nil {
-			return err
-		}
-		hosts := append(ready, parked...)
-		slices.SortFunc(hosts, func(a, b hostRow) int {
-			return cmp.Or(cmp.Compare(a.headRank, b.headRank), cmp.Compare(a.headSeq, b.headSeq))
-		})
-		listed := make(map[string]bool, len(hosts))
-		for _, h := range hosts {
-			if len(out) == n {
-				return nil
-			}
-			listed[h.host] = true
-			if out, err = headOf(ctx, tx, h, n-len(out), out); err != nil {
-				return err
-			}
-		}
-		// Every host with a candidate is listed; the hosts whose entries
-		// all wait for their not-before time come last.
-		out, err = delayedOnly(ctx, tx, listed, n-len(out), out)
-		return err
-	})
-	if err != nil {
-		return nil, s.wrap("head", err)
-	}
-	return out, nil
-}
-
-// delayedOnly appends up to limit delayed entries of hosts not in listed to
-// out: hosts by their first not-before time, each host's entries in rank
-// order.
-func delayedOnly(ctx context.Context, tx *sql.Tx, listed map[string]bool, limit int, out []storage.HeadEntry) ([]storage.HeadEntry, error) {
-	if limit <= 0 {
-		return out, nil
-	}
-	type delayed struct {
-		rank, seq int64
-		e         storage.HeadEntry
-	}
-	var hosts []string
-	byHost := make(map[string][]delayed)
-	rows, err := tx.QueryContext(ctx, `SELECT h.host, q.rank, q.seq, q.data, q.not_before, h.ready_at
-		FROM queue q JOIN queue_hosts h ON h.id = q.host_id
-		WHERE q.not_before > 0 AND q.lease_until IS NULL ORDER BY q.not_before`)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	for n := 0; n < limit && rows.Next(); {
-		var d delayed
-		var notBefore, readyAt int64
-		if err := rows.Scan(&d.e.Host, &d.rank, &d.seq, &d.e.Data, &notBefore, &readyAt); err != nil {
-			return out, err
-		}
-		if listed[d.e.Host] {
-			continue
-		}
-		d.e.Priority, d.e.NotBefore = int(-d.rank), time.Unix(0, notBefore)
-		if readyAt > 0 {
-			d.e.HostReady = time.Unix(0, readyAt)
-		}
-		if byHost[d.e.Host] == nil {
-			hosts = append(hosts, d.e.Host)
-		}
-		byHost[d.e.Host] = append(byHost[d.e.Host], d)
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	for _, h := range hosts {
-		ds := byHost[h]
-		slices.SortFunc(ds, func(a, b delayed) int {
-			return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
-		})
-		for _, d := range ds {
-			out = append(out, d.e)
-		}
-	}
-	return out, nil
-}
-
-// headOf appends up to limit pending entries of h, in rank order, to out.
-func headOf(ctx context.Context, tx *sql.Tx, h hostRow, limit int, out []storage.HeadEntry) ([]storage.HeadEntry, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT rank, data, not_before FROM queue
-		WHERE host_id = ? AND lease_until IS NULL ORDER BY rank, seq LIMIT ?`, h.id, limit)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var rank, notBefore int64
-		e := storage.HeadEntry{Host: h.host}
-		if err := rows.Scan(&rank, &e.Data, &notBefore); err != nil {
-			return out, err
-		}
-		e.Priority = int(-rank)
-		if notBefore > 0 {
-			e.NotBefore = time.Unix(0, notBefore)
-		}
-		if h.readyAt > 0 {
-			e.HostReady = time.Unix(0, h.readyAt)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -133,10 +134,18 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 	now := time.Now()
 	var held []string
 	pick := func() string { return held[r.IntN(len(held))] }
+	// A ttl of a nanosecond has expired by the next plain Lease, which
+	// takes the entry over.
+	ttl := func() time.Duration {
+		if r.IntN(3) == 0 {
+			return time.Nanosecond
+		}
+		return time.Duration(1+r.IntN(3)) * time.Minute
+	}
 	entry := 0
 	for step := range steps {
 		var op string
-		switch k := r.IntN(13); {
+		switch k := r.IntN(14); {
 		case k == 0:
 			op = "Push"
 			entry++
@@ -152,7 +161,7 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 		case k == 3:
 			op = "Lease"
 			var es []storage.Entry
-			if es, err = s.Lease(ctx, 1+r.IntN(3), time.Duration(1+r.IntN(3))*time.Minute); err == nil {
+			if es, err = s.Lease(ctx, 1+r.IntN(3), ttl()); err == nil {
 				for _, e := range es {
 					held = append(held, e.ID)
 				}
@@ -180,7 +189,7 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 			err = s.ReleaseBatch(ctx, time.Time{}, pick(), pick())
 		case k == 9 && len(held) > 0:
 			op = "Renew"
-			err = s.Renew(ctx, time.Duration(1+r.IntN(3))*time.Minute, pick())
+			err = s.Renew(ctx, ttl(), pick())
 		case k == 10:
 			op = "SetHostReady"
 			err = s.SetHostReady(ctx, map[string]time.Time{
@@ -190,6 +199,9 @@ func randomHostOps(t *testing.T, seed uint64, steps int) {
 		case k == 11:
 			op = "Head"
 			_, err = s.Head(ctx, 1+r.IntN(6))
+		case k == 13 && len(held) > 2:
+			op = "Ack of many"
+			err = s.Ack(ctx, held...)
 		case k == 12 && r.IntN(4) == 0:
 			op = "reopen"
 			if err = s.Close(); err == nil {
@@ -529,4 +541,63 @@ func TestHostStateBytes(t *testing.T) {
 	if err := s.db.QueryRow("SELECT COUNT(*) FROM queue_hosts").Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("queue_hosts rows with no entries and every ready time past = %d, %v; want 0", rows, err)
 	}
+}
+
+// TestPushUnvisitedHosted: the links of a page, checked against the visited
+// set and pushed under their hosts and priorities in one transaction.
+func TestPushUnvisitedHosted(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTest(t)
+	if _, err := s.AddVisited(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	entries := []storage.HostEntry{
+		{Host: "a", Priority: 1, Data: []byte("a1")},
+		{Host: "b", Priority: 5, Data: []byte("b1")},
+		{Host: "a", Priority: 7, Data: []byte("a2")},
+	}
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2}, entries); !errors.Is(err, storage.ErrLengthMismatch) {
+		t.Errorf("PushUnvisitedHosted(2 keys, 3 entries) error = %v, want %v", err, storage.ErrLengthMismatch)
+	}
+	bad := append(slices.Clone(entries), storage.HostEntry{Host: "c", Priority: math.MaxInt32 + 1, Data: []byte("c1")})
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2, 3, 4}, bad); !errors.Is(err, storage.ErrPriorityRange) {
+		t.Errorf("PushUnvisitedHosted(priority 2^31) error = %v, want %v", err, storage.ErrPriorityRange)
+	}
+	pushed, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2, 3}, entries)
+	if err != nil || !slices.Equal(pushed, []bool{true, false, true}) {
+		t.Fatalf("PushUnvisitedHosted() = %v, %v; want [true false true] (key 2 is visited)", pushed, err)
+	}
+	got, err := s.LeaseHosts(ctx, time.Now(), 10, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, e := range got {
+		desc = append(desc, fmt.Sprintf("%s:%d:%s", e.Host, e.Priority, e.Data))
+	}
+	if want := []string{"a:7:a2", "a:1:a1"}; !slices.Equal(desc, want) {
+		t.Errorf("LeaseHosts() after PushUnvisitedHosted = %q, want %q", desc, want)
+	}
+	checkHosts(t, s, "PushUnvisitedHosted")
+}
+
+// TestPushHostedMaxSize: with WithMaxSize, a PushHosted or
+// PushUnvisitedHosted that does not fit pushes nothing.
+func TestPushHostedMaxSize(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTest(t, WithMaxSize(3))
+	es := []storage.HostEntry{{Host: "a", Data: []byte("a1")}, {Host: "b", Data: []byte("b1")}}
+	if err := s.PushHosted(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushHosted(ctx, es...); !errors.Is(err, storage.ErrQueueFull) {
+		t.Errorf("PushHosted(2) into 2 of 3 error = %v, want %v", err, storage.ErrQueueFull)
+	}
+	if _, err := s.PushUnvisitedHosted(ctx, []uint64{1, 2}, es); !errors.Is(err, storage.ErrQueueFull) {
+		t.Errorf("PushUnvisitedHosted(2) into 2 of 3 error = %v, want %v", err, storage.ErrQueueFull)
+	}
+	if l, err := s.Len(ctx); err != nil || l.Total() != 2 {
+		t.Errorf("Len() after the pushes that did not fit = %+v, %v; want 2 entries", l, err)
+	}
+	checkHosts(t, s, "the pushes that did not fit")
 }

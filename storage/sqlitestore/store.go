@@ -101,7 +101,7 @@ type Store struct {
 	wake    waker
 	// Statements of the queue's hot path, prepared once: compiling them in
 	// every transaction cost more than running them.
-	insertQueue, isVisited, leaseReady, addVisited, getCookies *sql.Stmt
+	isVisited, leaseReady, addVisited, getCookies *sql.Stmt
 	// prepared holds the statements of preparedQueries by their text.
 	prepared map[string]*sql.Stmt
 }
@@ -113,7 +113,6 @@ func (s *Store) prepare(ctx context.Context) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{&s.insertQueue, "INSERT INTO queue (data) VALUES (?)"},
 		{&s.isVisited, "SELECT 1 FROM visited WHERE id = ?"},
 		{&s.leaseReady, leaseQuery},
 		{&s.addVisited, "INSERT INTO visited (id) VALUES (?) ON CONFLICT DO NOTHING"},
@@ -138,7 +137,7 @@ func (s *Store) prepare(ctx context.Context) error {
 
 // closeStmts closes the prepared statements.
 func (s *Store) closeStmts() {
-	for _, st := range []*sql.Stmt{s.insertQueue, s.isVisited, s.leaseReady, s.addVisited, s.getCookies} {
+	for _, st := range []*sql.Stmt{s.isVisited, s.leaseReady, s.addVisited, s.getCookies} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -287,7 +286,8 @@ func (s *Store) releaseOwner(ctx context.Context, tx *sql.Tx, owner int64) error
 }
 
 // releaseOwnerQuery returns the leases of owner ?1 to the queue.
-const releaseOwnerQuery = `UPDATE queue SET lease_until = NULL, lease_token = NULL, lease_owner = NULL
+const releaseOwnerQuery = `UPDATE queue
+	SET lease_until = NULL, lease_token = NULL, lease_owner = NULL, not_before = MAX(not_before, 0)
 	WHERE lease_until IS NOT NULL AND lease_owner = ?1 RETURNING host_id, rank, seq, not_before = 0`
 
 // Close returns this Store's unacknowledged leases to the queue, so a
