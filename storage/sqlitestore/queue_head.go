@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -21,6 +22,11 @@ import (
 func (s *Store) SetHostReady(ctx context.Context, ready map[string]time.Time) error {
 	if err := s.check(); err != nil {
 		return err
+	}
+	if _, ok := ready[""]; ok {
+		// Entries pushed without a host have no ready time.
+		ready = maps.Clone(ready)
+		delete(ready, "")
 	}
 	if len(ready) == 0 {
 		return nil

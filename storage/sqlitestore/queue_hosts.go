@@ -324,7 +324,7 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 				continue
 			}
 			quota := want
-			if perHost > 0 {
+			if perHost > 0 && h.id != 0 { // the host "" has no limit
 				quota = min(quota, perHost-int(h.leased))
 			}
 			if quota > 0 {
@@ -382,6 +382,11 @@ func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares
 			var err error
 			if sh.entries, err = s.leaseFrom(ctx, tx, b, sh.h, sh.quota, until, token); err != nil {
 				return out, err
+			}
+		}
+		if sh.h.readyAt > 0 && sh.h.id != 0 {
+			for j := range sh.entries {
+				sh.entries[j].HostReady = time.Unix(0, sh.h.readyAt)
 			}
 		}
 		out = append(out, sh.entries...)

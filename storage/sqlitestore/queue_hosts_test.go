@@ -330,8 +330,9 @@ func TestMigrateV3HostQueue(t *testing.T) {
 	if l, err := s.Len(ctx); err != nil || l != (storage.QueueLen{Ready: 4, Delayed: 1, Leased: 1}) {
 		t.Errorf("Len() after the migration = %+v, %v; want 4 ready, 1 delayed, 1 leased", l, err)
 	}
-	// a is leased: with a limit of 3, host "" gives 2 (b, and c whose
-	// lease expired), in push order; d waits for its not-before time.
+	// a is leased; host "" (entries from before hosts) has no per-host
+	// limit, so a limit of 3 still gives b, c (whose lease expired), e and
+	// f, in push order; d waits for its not-before time.
 	got, err := s.LeaseHosts(ctx, now, 10, 3, time.Hour)
 	if err != nil {
 		t.Fatalf("LeaseHosts(perHost 3) after the migration error = %v", err)
@@ -339,18 +340,18 @@ func TestMigrateV3HostQueue(t *testing.T) {
 	var datas []string
 	for _, e := range got {
 		datas = append(datas, string(e.Data))
-		if e.Host != "" || e.Priority != 0 {
-			t.Errorf("entry %q: Host, Priority = %q, %d; want \"\", 0", e.Data, e.Host, e.Priority)
+		if e.Host != "" || e.Priority != 0 || !e.HostReady.IsZero() {
+			t.Errorf("entry %q: Host, Priority, HostReady = %q, %d, %v; want \"\", 0, zero", e.Data, e.Host, e.Priority, e.HostReady)
 		}
 	}
-	if !slices.Equal(datas, []string{"b", "c"}) {
-		t.Errorf("LeaseHosts(perHost 3) after the migration = %q, want [b c]", datas)
+	if !slices.Equal(datas, []string{"b", "c", "e", "f"}) {
+		t.Errorf("LeaseHosts(perHost 3) after the migration = %q, want [b c e f]", datas)
 	}
 	if _, err := s.LeaseHosts(ctx, now, 10, 3, time.Hour); !errors.Is(err, storage.ErrQueueEmpty) {
-		t.Errorf("LeaseHosts(perHost 3) with 3 leased error = %v, want %v", err, storage.ErrQueueEmpty)
+		t.Errorf("LeaseHosts(perHost 3) with everything leased error = %v, want %v", err, storage.ErrQueueEmpty)
 	}
-	if es, err := s.Lease(ctx, 10, time.Hour); err != nil || len(es) != 2 || string(es[0].Data) != "e" || string(es[1].Data) != "f" {
-		t.Errorf("Lease(10) after the migration = %v, %v; want e, f", es, err)
+	if _, err := s.Lease(ctx, 10, time.Hour); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Errorf("Lease(10) with everything leased error = %v, want %v", err, storage.ErrQueueEmpty)
 	}
 	checkHosts(t, s, "the leases")
 	if err := s.Close(); err != nil {
