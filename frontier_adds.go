@@ -100,7 +100,29 @@ func (f *queueFrontier) addQueued(r *Request) error {
 		}
 		f.mu.Unlock()
 	}
+	if n == nil {
+		n = f.queuedRequest(r, method, key)
+	}
+	if !r.entry.admitted {
+		// Ranked as a link of the run is (Prioritize, the crawl order),
+		// so that it is stored under its priority.
+		if err := f.c.decidePriority(f.cfg, n); err != nil {
+			f.mu.Lock()
+			if dedupe {
+				delete(f.pushed, key)
+			}
+			n.err = err
+			f.added.refused = append(f.added.refused, n)
+			f.unlockAdded()
+			return nil
+		}
+	}
+	// r is the caller's: it is marshalled with the priority decided for
+	// it, and given back as it came.
+	own := r.Priority
+	r.Priority = n.Priority
 	data, err := r.Marshal()
+	r.Priority = own
 	if err != nil {
 		if dedupe {
 			f.mu.Lock()
@@ -108,9 +130,6 @@ func (f *queueFrontier) addQueued(r *Request) error {
 			f.mu.Unlock()
 		}
 		return fmt.Errorf("marshal request: %w", err)
-	}
-	if n == nil {
-		n = f.queuedRequest(r, method, key)
 	}
 	f.mu.Lock()
 	f.added.links.data = append(f.added.links.data, data)
@@ -147,7 +166,7 @@ func (f *queueFrontier) queuedRequest(r *Request, method string, key uint64) *Re
 	n := &Request{
 		URL: r.URL, Method: method, Depth: max(r.Depth, 1), Headers: h, Host: r.Host, Ctx: ctx,
 		ID: f.c.nextID.Add(1), collector: f.c, stdCtx: f.c.Context,
-		bodyBytes: r.bodyBytes,
+		bodyBytes: r.bodyBytes, Priority: r.Priority,
 	}
 	n.attempt = 1
 	// An entry queued already admitted (a request of the crawl added
