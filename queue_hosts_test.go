@@ -318,3 +318,44 @@ func memoryHostQueue() func(t *testing.T, path string) storage.HostQueue {
 		return q
 	}
 }
+
+// TestRunQueueHostsBestAcrossHosts: 30 hosts of one page each, ranked in
+// no order of their push; a queue run stopped by MaxRequests(10) has
+// fetched exactly the 10 best.
+func TestRunQueueHostsBestAcrossHosts(t *testing.T) {
+	for name, open := range hostQueueStores() {
+		t.Run(name, func(t *testing.T) {
+			q := open(t, "")
+			var mu sync.Mutex
+			got := map[int]bool{}
+			const hosts = 30
+			for i := range hosts {
+				prio := (i * 7) % hosts // a permutation of 0..29
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					got[prio] = true
+					mu.Unlock()
+				}))
+				t.Cleanup(srv.Close)
+				pushHosted(t, q, srv.URL+"/", prio)
+			}
+			c := NewCollector(IgnoreRobotsTxt(), MaxRequests(10))
+			if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.RunQueue(t.Context(), q, 1); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for p := hosts - 10; p < hosts; p++ {
+				if !got[p] {
+					t.Errorf("priority %d not fetched; fetched %v, want the 10 best (20-29)", p, got)
+				}
+			}
+			if len(got) != 10 {
+				t.Errorf("%d pages fetched, want 10", len(got))
+			}
+		})
+	}
+}
