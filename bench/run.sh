@@ -113,7 +113,7 @@
 # Delay, in the worst run (want none).
 #
 # Trees older than Prioritize or PolitenessBy (the new tree or OLD_REF's)
-# are built with the magpie_noprio or magpie_nopoliteness tag (found by
+# are built with the magpie_noprio, magpie_nopoliteness or magpie_nodashboard tag (found by
 # grepping the tree), so the crawlers build from any of them; "-features"
 # says which the binary has.
 #
@@ -222,6 +222,7 @@ magpie_tags() {
 	local tags=""
 	grep -qs '^func Prioritize(' "$1"/*.go || tags="$tags magpie_noprio"
 	grep -qs '^func PolitenessBy(' "$1"/*.go || tags="$tags magpie_nopoliteness"
+	[[ -d $1/dashboard ]] || tags="$tags magpie_nodashboard"
 	echo $tags
 }
 new_features="" old_features=""

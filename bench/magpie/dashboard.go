@@ -1,3 +1,5 @@
+//go:build !magpie_nodashboard
+
 package main
 
 import (
