@@ -81,6 +81,7 @@
 //	frontier     frontier.go        the frontier interface; the in-memory frontier, a queue per host by priority, paced by the gate
 //	             frontier_pending.go  a link waiting in memory: a compact entry, a Request again when it leaves
 //	             frontier_queue.go  RunQueue's frontier over a storage.Queue: push, lease, admit on lease
+//	             frontier_hosts.go  a queue run over a storage.HostQueue: leases by host, hosts' ready times stored
 //	             frontier_acks.go   a queue entry's end: its links stored, acks batched, leases renewed
 //	             frontier_adds.go   queue.AddURL and AddRequest during a run, stored with the links
 //	             frontier_faults.go, outage.go   storage failures of a queue run
