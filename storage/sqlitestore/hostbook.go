@@ -27,7 +27,8 @@ import (
 // future: its ID and name, its ready time, its count of leased entries,
 // and its head (the rank and seq of its first candidate). A host's row is
 // deleted only when it has no entries, so no entry refers to an ID that
-// was reused. Every statement that moves entries between states reports
+// was reused; the host "" keeps its row (a plain queue that empties and
+// fills again would delete and create it every time). Every statement that moves entries between states reports
 // what it did to a hostBook, which updates the hosts touched at the end of
 // the transaction, with one statement of each kind for them all (per-row
 // triggers cost more than the queue's own writes, and a statement per host
@@ -250,7 +251,7 @@ func (s *Store) flushOne(ctx context.Context, tx *sql.Tx, host int64, c *hostCha
 	if err == nil && c.gained {
 		_, err = s.exec(ctx, tx, flushGainOne, host, c.rank, c.seq)
 	}
-	if err == nil && c.removed {
+	if err == nil && c.removed && host != 0 {
 		_, err = s.exec(ctx, tx, flushEmptyOne, host)
 	}
 	return err
@@ -279,7 +280,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 		if c.gained {
 			gains = fmt.Appendf(gains, ",[%d,%d,%d]", host, c.rank, c.seq)
 		}
-		if c.removed {
+		if c.removed && host != 0 {
 			empty = fmt.Appendf(empty, ",[%d]", host)
 		}
 	}
