@@ -401,7 +401,13 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 }
 
 // preparedQueries are the statements of the queue that Open prepares into
-// Store.prepared.
+// Store.prepared. A parameter whose value SQLite's planner reads (a LIMIT,
+// one compared where a partial index's WHERE has a constant, as
+// "not_before > ?" against "not_before > 0", or a "col = ?" that may be 0
+// or 1) is written +?N: the planner does not look through the unary plus,
+// and otherwise each execution with another value than the last parses and
+// plans the statement again, which cost a lease as much as its own work
+// (TestQueueStatementsNotReprepared).
 var preparedQueries = slices.Concat([]string{flushHeads, flushLeased, flushGains, flushEmpty,
 	flushHead, flushLeasedOne, flushGainOne, flushEmptyOne,
 	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,

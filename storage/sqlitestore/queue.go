@@ -129,7 +129,7 @@ const leaseQuery = `UPDATE queue
 		not_before = CASE WHEN lease_until IS NULL THEN not_before ELSE -1 END
 	WHERE seq IN (SELECT seq FROM queue
 		WHERE not_before <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
-		ORDER BY seq LIMIT ?5)
+		ORDER BY seq LIMIT +?5)
 	RETURNING seq, data, deliveries, host_id, rank, not_before`
 
 // nextEntryQuery finds the first moment after ?1 when an entry may become
@@ -137,7 +137,7 @@ const leaseQuery = `UPDATE queue
 // indexes of leased and delayed entries; NULL when none will.
 const nextEntryQuery = `SELECT MIN(t) FROM (
 	SELECT MIN(lease_until) AS t FROM queue WHERE lease_until > ?1
-	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > ?1)`
+	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > +?1)`
 
 // Lease hands out up to n ready entries, oldest first, for ttl. An entry is
 // ready when its not-before time has passed and it is not leased, or its
@@ -196,7 +196,7 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		if len(out) < n {
 			// The queue is drained of ready entries: find when the next one
 			// becomes ready so that Notify can say so.
-			return tx.QueryRowContext(ctx, nextEntryQuery, nowNs).Scan(&next)
+			return tx.StmtContext(ctx, s.prepared[nextEntryQuery]).QueryRowContext(ctx, nowNs).Scan(&next)
 		}
 		return nil
 	})

@@ -70,21 +70,21 @@ const hostName = "SELECT host FROM queue_hosts WHERE id = ?1"
 // ?5, seq ?6) on: ?1 lease end, ?2 token, ?3 owner.
 var leaseHostQuery = `UPDATE queue
 	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
-	WHERE seq IN (SELECT seq FROM (` + candidatesFrom("?4", "?5", "?6", ">=", "?7") + `))
+	WHERE seq IN (SELECT seq FROM (` + candidatesFrom("?4", "?5", "?6", ">=", "+?7") + `))
 	RETURNING seq, data, deliveries, rank`
 
 // nextHostsQuery lists up to ?4 hosts with candidates, unparked (?1 = 0) or
 // parked (1), in lease order after the head (rank ?2, seq ?3).
 const nextHostsQuery = `SELECT id, host, ready_at, leased, head_rank, head_seq FROM queue_hosts
-	WHERE parked = ?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
-	ORDER BY head_rank, head_seq LIMIT ?4`
+	WHERE parked = +?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
+	ORDER BY head_rank, head_seq LIMIT +?4`
 
 // nextReadyQuery finds the first moment after ?1 when something may become
 // ready: a lease expiring, a not-before time passing, a host's ready time
 // coming; NULL when nothing waits.
 const nextReadyQuery = `SELECT MIN(t) FROM (
 	SELECT MIN(lease_until) AS t FROM queue WHERE lease_until > ?1
-	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > ?1
+	UNION ALL SELECT MIN(not_before) FROM queue WHERE not_before > 0 AND not_before > +?1
 	UNION ALL SELECT MIN(ready_at) FROM queue_hosts WHERE parked = 1)`
 
 // hostRow is a row of queue_hosts as nextHostsQuery reads it.
