@@ -94,6 +94,31 @@ func (q *flakyQueue) Lease(ctx context.Context, n int, ttl time.Duration) ([]sto
 	return es, err
 }
 
+// PushHosted and LeaseHosts fail as Push and Lease do: a queue run over
+// the memory queue (a HostQueue) calls them instead.
+func (q *flakyQueue) PushHosted(ctx context.Context, entries ...storage.HostEntry) error {
+	if err := q.inject("push"); err != nil {
+		return err
+	}
+	return q.MemoryQueue.PushHosted(ctx, entries...)
+}
+
+func (q *flakyQueue) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]storage.Entry, error) {
+	if err := q.inject("lease"); err != nil {
+		return nil, err
+	}
+	es, err := q.MemoryQueue.LeaseHosts(ctx, now, n, perHost, ttl)
+	q.mu.Lock()
+	for _, e := range es {
+		q.granted[e.ID] = true
+	}
+	q.mu.Unlock()
+	if err == nil {
+		err = q.inject("lostlease")
+	}
+	return es, err
+}
+
 func (q *flakyQueue) Ack(ctx context.Context, ids ...string) error {
 	if err := q.inject("ack"); err != nil {
 		return err

@@ -152,7 +152,7 @@ func TestRunQueueLooksAheadByHost(t *testing.T) {
 // found the host busy.
 func TestRunQueueLookaheadBoundedForOneHost(t *testing.T) {
 	slow := newHostServer(t, true, nil)
-	q := storage.NewMemoryQueue(0)
+	q := newFIFOMemQueue() // the FIFO path: a Colly queue storage's
 	for i := range 1000 {
 		pushURL(t, q, fmt.Sprintf("%s/p/%d", slow.URL, i))
 	}
@@ -359,7 +359,7 @@ func TestRunQueueDefaultLookaheadGrowsWithHosts(t *testing.T) {
 	for i := range servers {
 		servers[i] = newHostServer(t, false, nil)
 	}
-	q := storage.NewMemoryQueue(0)
+	q := newFIFOMemQueue() // the FIFO path: a Colly queue storage's
 	for i, s := range servers {
 		for p := range perHost {
 			pushURL(t, q, fmt.Sprintf("%s/h%d/%d", s.URL, i, p))
@@ -421,7 +421,7 @@ func TestQueueLookaheadCap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCollector(tt.opts...)
 			cfg := c.snapshot()
-			f := newQueueFrontier(c, cfg, storage.NewMemoryQueue(0), 2)
+			f := newQueueFrontier(c, cfg, newFIFOMemQueue(), 2)
 			f.held = held(tt.hosts)
 			f.mu.Lock()
 			got := f.limitLocked()
@@ -441,7 +441,7 @@ func TestQueueLookaheadCap(t *testing.T) {
 // finishes to make room. The next entry, the second host's, must still be
 // leased, within about streakPatience, rather than after the Delay.
 func TestQueueStreakDoesNotWaitOutDelays(t *testing.T) {
-	q := storage.NewMemoryQueue(0)
+	q := newFIFOMemQueue() // the FIFO path: a Colly queue storage's
 	for _, host := range []string{"a.test", "b.test"} {
 		for p := range 8 {
 			pushURL(t, q, fmt.Sprintf("http://%s/%d", host, p))
@@ -484,3 +484,27 @@ func TestQueueStreakDoesNotWaitOutDelays(t *testing.T) {
 	}
 	t.Logf("b.test's first entry leased %v after the streak stopped leasing", time.Since(start))
 }
+
+// fifoMemQueue is the memory queue without storage.HostQueue: a FIFO queue
+// that renews leases, releases in batches and notifies, as a third-party
+// queue storage may, so that a run over it takes the FIFO path and its
+// look-ahead.
+type fifoMemQueue struct {
+	storage.Queue
+	m *storage.MemoryQueue
+}
+
+func newFIFOMemQueue() fifoMemQueue {
+	m := storage.NewMemoryQueue(0)
+	return fifoMemQueue{Queue: m, m: m}
+}
+
+func (q fifoMemQueue) Renew(ctx context.Context, ttl time.Duration, ids ...string) error {
+	return q.m.Renew(ctx, ttl, ids...)
+}
+
+func (q fifoMemQueue) ReleaseBatch(ctx context.Context, notBefore time.Time, ids ...string) error {
+	return q.m.ReleaseBatch(ctx, notBefore, ids...)
+}
+
+func (q fifoMemQueue) Notify() <-chan struct{} { return q.m.Notify() }
