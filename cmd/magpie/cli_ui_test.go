@@ -12,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/magpiecrawl/magpie"
 )
 
 // heldSite serves / linking to /p/0 … /p/n-1, which wait until the
@@ -58,10 +61,22 @@ func startUI(t *testing.T, args ...string) (string, func() result) {
 			}
 		}
 	}()
+	var waited bool
 	wait := func() result {
+		waited = true
 		<-copied
 		return exitResult(t, cmd.Wait(), &stdout, &stderr)
 	}
+	// A test that fails before it waits says what the crawl printed.
+	t.Cleanup(func() {
+		if waited || !t.Failed() {
+			return
+		}
+		cmd.Process.Kill()
+		<-copied
+		cmd.Wait()
+		t.Logf("magpie's stderr:\n%s", stderr.String())
+	})
 	select {
 	case u := <-found:
 		return u, wait
@@ -230,4 +245,45 @@ func TestCLIUIAddressTaken(t *testing.T) {
 	if n := s.hitCount("/"); n != 0 {
 		t.Errorf("the site got %d requests", n)
 	}
+}
+
+// closeSignal is a listener that says when it is closed.
+type closeSignal struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeSignal) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// TestUIStopAnswered: the page's Stop ends the crawl, whose end closes the
+// page's server while the Stop request is still being answered; that
+// request gets its answer. Here the stop waits until the server has begun
+// to close (its listener is closed) before it returns, as a crawl that
+// ends at once does.
+func TestUIStopAnswered(t *testing.T) {
+	u, err := uiFlags{addr: "127.0.0.1:0"}.listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &closeSignal{Listener: u.ln, closed: make(chan struct{})}
+	u.ln = ln
+	closed := make(chan struct{})
+	stop := func() error {
+		go func() {
+			u.close()
+			close(closed)
+		}()
+		<-ln.closed
+		return nil
+	}
+	u.start(magpie.NewCollector(), stop, io.Discard)
+	base := "http://" + ln.Addr().String() + "/"
+	if code, body := pageDo(t, "POST", base+"api/stop", ""); code != 200 {
+		t.Errorf("POST /api/stop = %d %s, want 200", code, body)
+	}
+	<-closed
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -116,8 +117,14 @@ func (u *uiServer) url() string {
 	return p.String()
 }
 
-// close stops the server (ending the page's event streams) and the page,
-// or only the listener when the crawl never started. Idempotent.
+// uiGrace is how long close lets requests in progress finish.
+const uiGrace = 5 * time.Second
+
+// close ends the page's event streams and stops the server, or only the
+// listener when the crawl never started. Idempotent. Requests in progress
+// get uiGrace to finish: the Stop button's own POST is one of them (the
+// crawl it ends closes the page), and it must get its answer rather than
+// a connection closed under it.
 func (u *uiServer) close() {
 	if u == nil {
 		return
@@ -127,6 +134,10 @@ func (u *uiServer) close() {
 		return
 	}
 	_ = u.page.Close()
-	_ = u.srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), uiGrace)
+	defer cancel()
+	if u.srv.Shutdown(ctx) != nil {
+		_ = u.srv.Close()
+	}
 	<-u.served
 }
