@@ -647,10 +647,10 @@ func (cfg *config) checkURL(u *url.URL, depth int) error {
 		return nil // a file:// URL: domain filters are about servers
 	}
 	host := asciiHost(hostname)
-	if slices.Contains(cfg.disallowedDomains, host) {
+	if cfg.disallowedDomains.has(host) {
 		return ErrForbiddenDomain
 	}
-	if len(cfg.allowedDomains) > 0 && !slices.Contains(cfg.allowedDomains, host) {
+	if !cfg.allowedDomains.empty() && !cfg.allowedDomains.has(host) {
 		return ErrForbiddenDomain
 	}
 	return nil

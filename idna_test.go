@@ -49,6 +49,13 @@ func TestDomainsMatchIDNA(t *testing.T) {
 			[]string{"xn--bcher-kva.test/", "xn--bcher-kva.test/unicode", "xn--bcher-kva.test/puny"}, 0},
 		{"disallowed in Unicode", DisallowedDomains("bücher.test"), "http://other.test/",
 			[]string{"other.test/"}, 2},
+		// Lists longer than domainSetScan are matched through a set.
+		{"allowed among many", AllowedDomains(manyDomains("BÜCHER.test:8080")...), "http://xn--bcher-kva.test/",
+			[]string{"xn--bcher-kva.test/", "xn--bcher-kva.test/unicode", "xn--bcher-kva.test/puny"}, 0},
+		{"not allowed among many", AllowedDomains(manyDomains("other.test")...), "http://other.test/",
+			[]string{"other.test/"}, 2},
+		{"disallowed among many", DisallowedDomains(manyDomains("[xn--bcher-kva.test]")...), "http://other.test/",
+			[]string{"other.test/"}, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,4 +106,13 @@ func TestCredentialHostsIDNA(t *testing.T) {
 			t.Errorf("credentials to %s allowed = %v, want %v", tc.u, got, tc.want)
 		}
 	}
+}
+
+// manyDomains is d among more names than domainSetScan.
+func manyDomains(d string) []string {
+	var ds []string
+	for i := range 2 * domainSetScan {
+		ds = append(ds, fmt.Sprintf("filler%d.test", i))
+	}
+	return append(ds, d)
 }
