@@ -133,26 +133,5 @@ func PushUnvisitedHosted(ctx context.Context, st Storage, q HostQueue, keys []ui
 	if vp, ok := q.(HostVisitedPusher); ok && st != nil && sameStore(st, q) {
 		return vp.PushUnvisitedHosted(ctx, keys, entries)
 	}
-	pushed := make([]bool, len(entries))
-	todo := make([]HostEntry, 0, len(entries))
-	for i, k := range keys {
-		if st != nil {
-			seen, err := st.IsVisited(k)
-			if err != nil {
-				return nil, err
-			}
-			if seen {
-				continue
-			}
-		}
-		pushed[i] = true
-		todo = append(todo, entries[i])
-	}
-	if len(todo) == 0 {
-		return pushed, nil
-	}
-	if err := q.PushHosted(ctx, todo...); err != nil {
-		return nil, err
-	}
-	return pushed, nil
+	return pushNotVisited(ctx, st, keys, entries, q.PushHosted)
 }

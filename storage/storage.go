@@ -241,8 +241,15 @@ func PushUnvisited(ctx context.Context, st Storage, q Queue, keys []uint64, data
 	if vp, ok := q.(VisitedPusher); ok && st != nil && sameStore(st, q) {
 		return vp.PushUnvisited(ctx, keys, data)
 	}
-	pushed := make([]bool, len(data))
-	todo := make([][]byte, 0, len(data))
+	return pushNotVisited(ctx, st, keys, data, q.Push)
+}
+
+// pushNotVisited pushes with push, in one call, the items whose keys st
+// has not visited (every item when st is nil), and reports which it
+// pushed: the fallback of PushUnvisited and PushUnvisitedHosted.
+func pushNotVisited[T any](ctx context.Context, st Storage, keys []uint64, items []T, push func(context.Context, ...T) error) ([]bool, error) {
+	pushed := make([]bool, len(items))
+	todo := make([]T, 0, len(items))
 	for i, k := range keys {
 		if st != nil {
 			seen, err := st.IsVisited(k)
@@ -254,12 +261,12 @@ func PushUnvisited(ctx context.Context, st Storage, q Queue, keys []uint64, data
 			}
 		}
 		pushed[i] = true
-		todo = append(todo, data[i])
+		todo = append(todo, items[i])
 	}
 	if len(todo) == 0 {
 		return pushed, nil
 	}
-	if err := q.Push(ctx, todo...); err != nil {
+	if err := push(ctx, todo...); err != nil {
 		return nil, err
 	}
 	return pushed, nil
