@@ -421,25 +421,61 @@ local snow = nowms()
 ` + hqLeaseCommon + `
 due(snow)
 expire(snow)
-for _, h in ipairs(redis.call('ZRANGEBYSCORE', W, '-inf', cnow, 'LIMIT', 0, 1000)) do
-	redis.call('ZREM', W, h)
-	local id, sc = head(h)
-	if id then
-		redis.call('ZADD', R, sc, id .. h)
-	elseif not redis.call('HGET', N, h) then
-		redis.call('HDEL', T, h)
+
+-- The hosts' leased counts, read a page of R at a time with their ready
+-- times (readyCache): a call per page and not two per host.
+local leasedCache = {}
+local function leasedOf(h)
+	local c = leasedCache[h]
+	if c == nil then
+		c = leased(h)
+		leasedCache[h] = c
+	end
+	return c
+end
+local function prefetch(hs)
+	if #hs == 0 then return end
+	local ts, ns = mget(T, hs), mget(N, hs)
+	for i, h in ipairs(hs) do
+		readyCache[h] = ts[i] or ''
+		leasedCache[h] = tonumber(ns[i] or '0')
 	end
 end
-local freed
-if per > 0 then
-	freed = redis.call('ZRANGEBYSCORE', B, '-inf', '(' .. per, 'LIMIT', 0, 1000)
-else
-	freed = redis.call('ZRANGE', B, 0, 999)
+
+-- promote moves hosts out of key (W or B) into R at their heads, with
+-- one call per host (its head) and the rest batched. It returns the hosts
+-- that have no pending entry.
+local function promote(key, hs)
+	local none = {}
+	if #hs == 0 then return none end
+	batch('ZREM', key, hs)
+	local radd = {}
+	for _, h in ipairs(hs) do
+		local id, sc = head(h)
+		if id then
+			radd[#radd + 1] = sc
+			radd[#radd + 1] = id .. h
+		else
+			none[#none + 1] = h
+		end
+	end
+	batch('ZADD', R, radd)
+	return none
 end
-for _, h in ipairs(freed) do
-	redis.call('ZREM', B, h)
-	local id, sc = head(h)
-	if id then redis.call('ZADD', R, sc, id .. h) end
+do
+	-- A host without entries forgets its ready time once it passed,
+	-- unless it still holds leases.
+	local none = promote(W, redis.call('ZRANGEBYSCORE', W, '-inf', cnow, 'LIMIT', 0, 1000))
+	local ns, forget = mget(N, none), {}
+	for i, h in ipairs(none) do
+		if not ns[i] then forget[#forget + 1] = h end
+	end
+	batch('HDEL', T, forget)
+end
+if per > 0 then
+	promote(B, redis.call('ZRANGEBYSCORE', B, '-inf', '(' .. per, 'LIMIT', 0, 1000))
+else
+	promote(B, redis.call('ZRANGE', B, 0, 999))
 end
 
 -- Host "" (entries whose host the store was not told) has no ready
@@ -452,7 +488,7 @@ end
 local unlimited = {v = math.huge}
 local function quota(h)
 	if per <= 0 or h == '' then return unlimited end
-	return {v = per - leased(h)}
+	return {v = per - leasedOf(h)}
 end
 
 local heap = {}
@@ -500,14 +536,23 @@ do
 	offer({stream = true, list = list, i = 1, q = quota(''), h = ''})
 end
 
+-- R is read a page at a time: as many hosts as entries are asked for
+-- (each ready host gives one at least), 8 at least, 64 at most.
+local rsize = math.max(8, math.min(64, n))
 local rpage, rpi, rpos, rdone = {}, 1, 0, false
 local function nextR()
 	if rpi > #rpage then
 		if rdone then return nil end
-		rpage = redis.call('ZRANGE', R, rpos, rpos + 63, 'WITHSCORES')
-		rpos, rpi = rpos + 64, 1
-		if #rpage < 128 then rdone = true end
+		rpage = redis.call('ZRANGE', R, rpos, rpos + rsize - 1, 'WITHSCORES')
+		rpos, rpi = rpos + rsize, 1
+		if #rpage < 2 * rsize then rdone = true end
 		if #rpage == 0 then return nil end
+		local hs = {}
+		for i = 1, #rpage, 2 do
+			local h = string.sub(rpage[i], 21)
+			if h ~= '' then hs[#hs + 1] = h end
+		end
+		prefetch(hs)
 	end
 	local mem, sc = rpage[rpi], rpage[rpi + 1]
 	rpi = rpi + 2
@@ -527,15 +572,20 @@ while #out < n do
 		else
 			local q = quota(h)
 			if q.v <= 0 then
-				if h ~= '' then moves[#moves + 1] = {rc.mem, h, B, leased(h)} end
+				if h ~= '' then moves[#moves + 1] = {rc.mem, h, B, leasedOf(h)} end
 			else
-				local z = redis.call('ZRANGE', hkey(h), 0, math.min(q.v, n - #out) - 1, 'WITHSCORES')
+				-- One entry more than the host may give: the head it is
+				-- left with, so that R and A learn it without another call.
+				local want = math.min(q.v, n - #out)
+				local z = redis.call('ZRANGE', hkey(h), 0, want, 'WITHSCORES')
 				local list = {}
-				for i = 1, #z, 2 do
+				for i = 1, math.min(#z, 2 * want), 2 do
 					local m, s = idparts(z[i])
-					list[#list + 1] = {id = z[i], p = -tonumber(z[i + 1]), m = m, s = s}
+					list[#list + 1] = {id = z[i], sc = z[i + 1], p = -tonumber(z[i + 1]), m = m, s = s}
 				end
-				local src = {list = list, i = 1, q = q, h = h, mem = rc.mem, taken = 0}
+				local after = false
+				if #z > 2 * want then after = {id = z[2 * want + 1], sc = z[2 * want + 2]} end
+				local src = {list = list, i = 1, q = q, h = h, mem = rc.mem, taken = 0, after = after}
 				srcs[#srcs + 1] = src
 				offer(src)
 			end
@@ -563,28 +613,60 @@ while #out < n do
 	end
 end
 
+-- The hosts that gave entries move in A and R (or to B, at their limit)
+-- to the heads they are left with, in batched calls.
+local rrem = {}
 if not peek then
+	local arem, aadd, radd, badd, nset = {}, {}, {}, {}, {}
 	for _, src in ipairs(srcs) do
 		local h, first = src.h, src.list[1]
 		if not first then
-			redis.call('ZREM', R, src.mem)
-			redis.call('ZREM', A, src.mem)
+			arem[#arem + 1] = src.mem
+			rrem[#rrem + 1] = src.mem
 		elseif src.taken > 0 then
 			redis.call('ZREMRANGEBYRANK', hkey(h), 0, src.taken - 1)
-			local now = redis.call('HINCRBY', N, h, src.taken)
-			reindex(h, first.id)
-			if per > 0 and h ~= '' and now >= per then
-				local id = head(h)
-				if id and redis.call('ZREM', R, id .. h) == 1 then redis.call('ZADD', B, now, h) end
+			local now = leasedOf(h) + src.taken
+			nset[#nset + 1] = h
+			nset[#nset + 1] = now
+			arem[#arem + 1] = first.id .. h
+			rrem[#rrem + 1] = first.id .. h
+			local nx = src.list[src.taken + 1] or src.after
+			if nx then
+				aadd[#aadd + 1] = nx.sc
+				aadd[#aadd + 1] = nx.id .. h
+				if per > 0 and h ~= '' and now >= per then
+					badd[#badd + 1] = now
+					badd[#badd + 1] = h
+				else
+					radd[#radd + 1] = nx.sc
+					radd[#radd + 1] = nx.id .. h
+				end
 			end
 		end
 	end
+	batch('ZREM', A, arem)
+	batch('ZADD', A, aadd)
+	batch('HSET', N, nset)
+	batch('ZADD', B, badd)
 	grantHosted(out)
 	out = grantNew(out)
+	-- R's removals go with the moves' below, then its additions.
+	for _, mv in ipairs(moves) do rrem[#rrem + 1] = mv[1] end
+	batch('ZREM', R, rrem)
+	batch('ZADD', R, radd)
+else
+	for _, mv in ipairs(moves) do rrem[#rrem + 1] = mv[1] end
+	batch('ZREM', R, rrem)
 end
+local wadd, badd = {}, {}
 for _, mv in ipairs(moves) do
-	if redis.call('ZREM', R, mv[1]) == 1 then redis.call('ZADD', mv[3], mv[4], mv[2]) end
+	local l = wadd
+	if mv[3] == B then l = badd end
+	l[#l + 1] = mv[4]
+	l[#l + 1] = mv[2]
 end
+batch('ZADD', W, wadd)
+batch('ZADD', B, badd)
 return out
 `)
 
