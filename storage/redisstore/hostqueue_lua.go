@@ -40,6 +40,14 @@ import "github.com/redis/go-redis/v9"
 // ready time, B until one of its leases ends or a call allows more. A host
 // with nothing pending and nothing leased keeps only its ready time, in T
 // and W, until that time passes.
+//
+// Each command a script calls costs the server a few µs whatever it
+// moves, about what the data costs, so the scripts call Redis once or
+// twice per host they touch (its sorted set) and move the hosts between A,
+// R, W, B, T and N in one call per key (TestHostQueueCallsPerHost counts
+// them; BenchmarkHostQueueBroad gives the server's CPU per entry). The
+// sources of the scripts that run per page (hq*Src) are constants, so
+// that the test can count their calls.
 const hqPrelude = luaPrelude + countReplicas + `
 local Q, SL, SX, SD, LAST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local E, L, X, D, F = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -82,6 +90,16 @@ local function mget(key, ids)
 	local out = {}
 	for i = 1, #ids, 1000 do
 		local r = redis.call('HMGET', key, unpack(ids, i, math.min(i + 999, #ids)))
+		for j = 1, #r do out[i + j - 1] = r[j] end
+	end
+	return out
+end
+-- mscore returns the scores of members ms of sorted set key, false for
+-- those missing, in the order of ms.
+local function mscore(key, ms)
+	local out = {}
+	for i = 1, #ms, 1000 do
+		local r = redis.call('ZMSCORE', key, unpack(ms, i, math.min(i + 999, #ms)))
 		for j = 1, #r do out[i + j - 1] = r[j] end
 	end
 	return out
@@ -207,6 +225,47 @@ end
 // hqPushAt defines pushAt, the push of hqPushScript and
 // hqPushUnvisitedScript.
 const hqPushAt = `
+-- reheads is reindex for hosts that gained entries, batched: one call per
+-- sorted set and not four per host. Each item is {h, old (the host's head
+-- before, nil when it had none), id, sc (its new head and score)}. A host
+-- that had no head goes to R unless it waits (W) or is at its limit (B).
+local function reheads(items)
+	if #items == 0 then return end
+	local olds, oldAt, news, newAt = {}, {}, {}, {}
+	for i, x in ipairs(items) do
+		if x.old then
+			olds[#olds + 1] = x.old .. x.h
+			oldAt[#olds] = i
+		else
+			news[#news + 1] = x.h
+			newAt[#news] = i
+		end
+	end
+	local inR, inW, inB = mscore(R, olds), mscore(W, news), mscore(B, news)
+	local toR, rrem = {}, {}
+	for j, i in ipairs(oldAt) do
+		if inR[j] then
+			toR[i] = true
+			rrem[#rrem + 1] = olds[j]
+		end
+	end
+	for j, i in ipairs(newAt) do
+		if not inW[j] and not inB[j] then toR[i] = true end
+	end
+	local aadd, radd = {}, {}
+	for i, x in ipairs(items) do
+		aadd[#aadd + 1] = x.sc
+		aadd[#aadd + 1] = x.id .. x.h
+		if toR[i] then
+			radd[#radd + 1] = x.sc
+			radd[#radd + 1] = x.id .. x.h
+		end
+	end
+	batch('ZREM', A, olds)
+	batch('ZREM', R, rrem)
+	batch('ZADD', A, aadd)
+	batch('ZADD', R, radd)
+end
 -- pushAt appends, all or none, the entries whose host, priority and data
 -- are ARGV[i], ARGV[i + 1] and ARGV[i + 2] for each i of at, with IDs from
 -- the server's clock, or, when proposed, the IDs proposed in ARGV[i + 3]
@@ -230,7 +289,7 @@ local function pushAt(max, at, proposed)
 		local lm, ls = idparts(last)
 		if lm > ms or (lm == ms and ls > seq) then ms, seq = lm, ls end
 	end
-	local touched, ensured = {}, false
+	local touched, best, ensured = {}, {}, false
 	local eargs, fargs, hargs = {}, {}, {}
 	for _, i in ipairs(at) do
 		local h, p, data = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -254,9 +313,13 @@ local function pushAt(max, at, proposed)
 		else
 			local id = fid(ms, seq)
 			if touched[h] == nil then
-				touched[h] = head(h) or false
+				local hid, sc = head(h)
+				touched[h] = {id = hid, sc = sc}
 				hargs[h] = {}
 			end
+			-- The best entry pushed to h: the first of the highest priority.
+			local b = best[h]
+			if not b or p > b.p then best[h] = {id = id, p = p} end
 			local hl = hargs[h]
 			hl[#hl + 1] = -p
 			hl[#hl + 1] = id
@@ -270,7 +333,17 @@ local function pushAt(max, at, proposed)
 	batch('ZADD', F, fargs)
 	for h, hl in pairs(hargs) do batch('ZADD', hkey(h), hl) end
 	redis.call('SET', LAST, ms .. '-' .. seq)
-	for h, old in pairs(touched) do reindex(h, old or nil) end
+	-- A host's head changes when its best entry pushed comes before the
+	-- head it had (by score, then ID).
+	local items = {}
+	for h, t in pairs(touched) do
+		local b = best[h]
+		local osc = num(t.sc)
+		if not t.id or -b.p < osc or (-b.p == osc and b.id < t.id) then
+			items[#items + 1] = {h = h, old = t.id, id = b.id, sc = -b.p}
+		end
+	end
+	reheads(items)
 	return true
 end
 `
@@ -281,13 +354,15 @@ end
 // frontier's, from the pushing process's clock), taken unless the
 // partition issued a later one (see pushAt). Returns {1, replicas}, or
 // {0, replicas} when the entries do not all fit (nothing is pushed).
-var hqPushScript = redis.NewScript(hqPrelude + hqPushAt + `
+const hqPushSrc = hqPrelude + hqPushAt + `
 local stride = tonumber(ARGV[6])
 local at = {}
 for i = 7, #ARGV, stride do at[#at + 1] = i end
 if not pushAt(tonumber(ARGV[5]), at, stride == 4) then return {0, replicas} end
 return {1, replicas}
-`)
+`
+
+var hqPushScript = redis.NewScript(hqPushSrc)
 
 // hqPushUnvisitedScript is pushUnvisitedScript for hosted entries: KEYS
 // as hqKeys, then the visited set of each entry; ARGV[5] maxSize, then per
@@ -296,7 +371,7 @@ return {1, replicas}
 // hqPushScript pushes (IDs from the server's clock). Returns {full,
 // pushed..., replicas}: full is 1 when those would not all fit (nothing is
 // pushed), and pushed[i] is 1 when the i-th entry was not visited.
-var hqPushUnvisitedScript = redis.NewScript(hqPrelude + hqPushAt + `
+const hqPushUnvisitedSrc = hqPrelude + hqPushAt + `
 local out, at = {0}, {}
 for k = 18, #KEYS do
 	local i = 6 + (k - 18) * 4
@@ -312,7 +387,9 @@ if not pushAt(tonumber(ARGV[5]), at, false) then
 end
 out[#out + 1] = replicas
 return out
-`)
+`
+
+var hqPushUnvisitedScript = redis.NewScript(hqPushUnvisitedSrc)
 
 // hqLeaseCommon takes entries for the lease scripts, which set tok, me,
 // snow and ttl: a hosted entry (its host's sorted set is trimmed by the
@@ -414,7 +491,7 @@ end
 // the entries are taken best first across hosts, each host giving at most
 // its quota. R is read by rank and changed only at the end, so its order
 // holds while the loop reads it.
-var hqLeaseHostsScript = redis.NewScript(hqPrelude + `
+const hqLeaseHostsSrc = hqPrelude + `
 local cnow, n, per, ttl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tok, me, peek = ARGV[9], ARGV[10], ARGV[11] == '1'
 local snow = nowms()
@@ -668,7 +745,9 @@ end
 batch('ZADD', W, wadd)
 batch('ZADD', B, badd)
 return out
-`)
+`
+
+var hqLeaseHostsScript = redis.NewScript(hqLeaseHostsSrc)
 
 // hqLeaseScript is Lease over both kinds of entries: ARGV[5] n, [6] ttl
 // ms, [7] token, [8] consumer, [9] "1" to peek: list the IDs {ms, seq}
@@ -771,7 +850,7 @@ return grantNew(out)
 // pairs, the pairs (a hosted entry's ID starts with "h"), then per page
 // the 0-based index of its pair, its field and its value. Returns the
 // indexes of pairs whose lease is not held, then replicas.
-var hqAckScript = redis.NewScript(hqPrelude + `
+const hqAckSrc = hqPrelude + `
 local np = tonumber(ARGV[5])
 local acked, hp, seen = {}, {}, {}
 for i = 0, np - 1 do
@@ -816,10 +895,45 @@ if #hp > 0 then
 	batch('HDEL', L, del)
 	batch('ZREM', X, del)
 	for owner, l in pairs(byOwner) do batch('SREM', OP .. owner, l) end
-	for h, k in pairs(byHost) do
-		freeSlots(h, k)
-		idle(h)
+	-- freeSlots and idle for every host at once: one call per host
+	-- leaving B (its head, R's member), the rest batched.
+	local hosts = {}
+	for h in pairs(byHost) do hosts[#hosts + 1] = h end
+	local ns, inB = mget(N, hosts), mscore(B, hosts)
+	local nset, ndel, brem, radd, idles = {}, {}, {}, {}, {}
+	for i, h in ipairs(hosts) do
+		local c = tonumber(ns[i] or '0') - byHost[h]
+		local pending = nil
+		if inB[i] then
+			brem[#brem + 1] = h
+			local hid, sc = head(h)
+			if hid then
+				radd[#radd + 1] = sc
+				radd[#radd + 1] = hid .. h
+			end
+			pending = hid ~= nil
+		end
+		if c > 0 then
+			nset[#nset + 1] = h
+			nset[#nset + 1] = c
+		else
+			ndel[#ndel + 1] = h
+			if pending == nil then pending = redis.call('EXISTS', hkey(h)) == 1 end
+			if not pending then idles[#idles + 1] = h end
+		end
 	end
+	batch('HSET', N, nset)
+	batch('HDEL', N, ndel)
+	batch('ZREM', B, brem)
+	batch('ZADD', R, radd)
+	local ts, wadd = mget(T, idles), {}
+	for i, h in ipairs(idles) do
+		if ts[i] then
+			wadd[#wadd + 1] = ts[i]
+			wadd[#wadd + 1] = h
+		end
+	end
+	batch('ZADD', W, wadd)
 end
 local base = 6 + 2 * np
 for j = 18, #KEYS do
@@ -834,7 +948,9 @@ for i = 0, np - 1 do
 end
 unknown[#unknown + 1] = replicas
 return unknown
-`)
+`
+
+var hqAckScript = redis.NewScript(hqAckSrc)
 
 // hqReleaseScript is releaseManyScript over both kinds of lease: ARGV[5]
 // delay ms, [6] the not-before time in the caller's ms ("" for none, kept
@@ -934,24 +1050,38 @@ return 0
 // stored ready time and the one given, and waits in W for it (a blocked
 // host has its time checked when it leaves B). Host "" is skipped: it has
 // no ready time.
-var hqReadyScript = redis.NewScript(hqPrelude + `
+const hqReadySrc = hqPrelude + `
+local hs, ts = {}, {}
 for i = 5, #ARGV, 2 do
-	local h, t = ARGV[i], tonumber(ARGV[i + 1])
-	if h ~= '' then
-		local cur = num(redis.call('HGET', T, h))
-		if not cur or t > cur then
-			redis.call('HSET', T, h, ARGV[i + 1])
-			cur = t
-		end
-		if not redis.call('ZSCORE', B, h) then
-			local id = head(h)
-			if id then redis.call('ZREM', R, id .. h) end
-			redis.call('ZADD', W, cur, h)
-		end
+	if ARGV[i] ~= '' then
+		hs[#hs + 1] = ARGV[i]
+		ts[#ts + 1] = ARGV[i + 1]
 	end
 end
+-- One call per host (its head, R's member), the rest batched.
+local cur, inB = mget(T, hs), mscore(B, hs)
+local tset, rrem, wadd = {}, {}, {}
+for i, h in ipairs(hs) do
+	local t = cur[i]
+	if not t or tonumber(ts[i]) > tonumber(t) then
+		t = ts[i]
+		tset[#tset + 1] = h
+		tset[#tset + 1] = t
+	end
+	if not inB[i] then
+		local id = head(h)
+		if id then rrem[#rrem + 1] = id .. h end
+		wadd[#wadd + 1] = t
+		wadd[#wadd + 1] = h
+	end
+end
+batch('HSET', T, tset)
+batch('ZREM', R, rrem)
+batch('ZADD', W, wadd)
 return 0
-`)
+`
+
+var hqReadyScript = redis.NewScript(hqReadySrc)
 
 // hqHeadScript: ARGV[5] n. Returns {groups, delayed}: groups are {host,
 // ready ms or "", head priority, head ms, head seq, entries}, hosts in
