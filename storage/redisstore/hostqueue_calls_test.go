@@ -318,3 +318,31 @@ func TestHostQueueLayoutKept(t *testing.T) {
 		t.Errorf("leased after = %v, want %v", got, want)
 	}
 }
+
+// mscore reads a sorted set's scores with ZMSCORE, and with one ZSCORE
+// per member on a server without ZMSCORE (before 6.2): the same answer.
+func TestHostQueueScoresWithoutZMSCORE(t *testing.T) {
+	redisAddr(t)
+	s := newTestStore(t, Options{})
+	ctx := t.Context()
+	if err := s.rdb.ZAdd(ctx, s.key("hq:b"), redis.Z{Score: 2, Member: "a"}, redis.Z{Score: 3, Member: "c"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	body := hqPrelude + `return mscore(B, {'a', 'b', 'c'})`
+	// A server before 6.2 answers ZMSCORE with an error.
+	old := `local base = redis
+local redis = setmetatable({pcall = function(cmd, ...)
+	if cmd == 'ZMSCORE' then return {err = 'ERR unknown command'} end
+	return base.pcall(cmd, ...)
+end}, {__index = base})
+local function body()
+` + body + `
+end
+return body()`
+	for name, src := range map[string]string{"ZMSCORE": body, "ZSCORE": old} {
+		got, err := redis.NewScript(src).Run(ctx, s.rdb, s.hqKeys(), s.hqArgs(0)...).Slice()
+		if want := []any{"2", nil, "3"}; err != nil || !slices.Equal(got, want) {
+			t.Errorf("mscore with %s = %v, %v; want %v", name, got, err, want)
+		}
+	}
+}

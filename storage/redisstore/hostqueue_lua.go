@@ -95,11 +95,16 @@ local function mget(key, ids)
 	return out
 end
 -- mscore returns the scores of members ms of sorted set key, false for
--- those missing, in the order of ms.
+-- those missing, in the order of ms: with ZMSCORE, or one ZSCORE per
+-- member on a server older than 6.2, which lacks it.
 local function mscore(key, ms)
 	local out = {}
 	for i = 1, #ms, 1000 do
-		local r = redis.call('ZMSCORE', key, unpack(ms, i, math.min(i + 999, #ms)))
+		local r = redis.pcall('ZMSCORE', key, unpack(ms, i, math.min(i + 999, #ms)))
+		if r.err then
+			r = {}
+			for j = i, math.min(i + 999, #ms) do r[#r + 1] = redis.call('ZSCORE', key, ms[j]) end
+		end
 		for j = 1, #r do out[i + j - 1] = r[j] end
 	end
 	return out
