@@ -40,6 +40,14 @@ import "github.com/redis/go-redis/v9"
 // ready time, B until one of its leases ends or a call allows more. A host
 // with nothing pending and nothing leased keeps only its ready time, in T
 // and W, until that time passes.
+//
+// Each command a script calls costs the server a few µs whatever it
+// moves, about what the data costs, so the scripts call Redis once or
+// twice per host they touch (its sorted set) and move the hosts between A,
+// R, W, B, T and N in one call per key (TestHostQueueCallsPerHost counts
+// them; BenchmarkHostQueueBroad gives the server's CPU per entry). The
+// sources of the scripts that run per page (hq*Src) are constants, so
+// that the test can count their calls.
 const hqPrelude = luaPrelude + countReplicas + `
 local Q, SL, SX, SD, LAST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local E, L, X, D, F = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -82,6 +90,21 @@ local function mget(key, ids)
 	local out = {}
 	for i = 1, #ids, 1000 do
 		local r = redis.call('HMGET', key, unpack(ids, i, math.min(i + 999, #ids)))
+		for j = 1, #r do out[i + j - 1] = r[j] end
+	end
+	return out
+end
+-- mscore returns the scores of members ms of sorted set key, false for
+-- those missing, in the order of ms: with ZMSCORE, or one ZSCORE per
+-- member on a server older than 6.2, which lacks it.
+local function mscore(key, ms)
+	local out = {}
+	for i = 1, #ms, 1000 do
+		local r = redis.pcall('ZMSCORE', key, unpack(ms, i, math.min(i + 999, #ms)))
+		if r.err then
+			r = {}
+			for j = i, math.min(i + 999, #ms) do r[#r + 1] = redis.call('ZSCORE', key, ms[j]) end
+		end
 		for j = 1, #r do out[i + j - 1] = r[j] end
 	end
 	return out
@@ -207,6 +230,47 @@ end
 // hqPushAt defines pushAt, the push of hqPushScript and
 // hqPushUnvisitedScript.
 const hqPushAt = `
+-- reheads is reindex for hosts that gained entries, batched: one call per
+-- sorted set and not four per host. Each item is {h, old (the host's head
+-- before, nil when it had none), id, sc (its new head and score)}. A host
+-- that had no head goes to R unless it waits (W) or is at its limit (B).
+local function reheads(items)
+	if #items == 0 then return end
+	local olds, oldAt, news, newAt = {}, {}, {}, {}
+	for i, x in ipairs(items) do
+		if x.old then
+			olds[#olds + 1] = x.old .. x.h
+			oldAt[#olds] = i
+		else
+			news[#news + 1] = x.h
+			newAt[#news] = i
+		end
+	end
+	local inR, inW, inB = mscore(R, olds), mscore(W, news), mscore(B, news)
+	local toR, rrem = {}, {}
+	for j, i in ipairs(oldAt) do
+		if inR[j] then
+			toR[i] = true
+			rrem[#rrem + 1] = olds[j]
+		end
+	end
+	for j, i in ipairs(newAt) do
+		if not inW[j] and not inB[j] then toR[i] = true end
+	end
+	local aadd, radd = {}, {}
+	for i, x in ipairs(items) do
+		aadd[#aadd + 1] = x.sc
+		aadd[#aadd + 1] = x.id .. x.h
+		if toR[i] then
+			radd[#radd + 1] = x.sc
+			radd[#radd + 1] = x.id .. x.h
+		end
+	end
+	batch('ZREM', A, olds)
+	batch('ZREM', R, rrem)
+	batch('ZADD', A, aadd)
+	batch('ZADD', R, radd)
+end
 -- pushAt appends, all or none, the entries whose host, priority and data
 -- are ARGV[i], ARGV[i + 1] and ARGV[i + 2] for each i of at, with IDs from
 -- the server's clock, or, when proposed, the IDs proposed in ARGV[i + 3]
@@ -230,7 +294,7 @@ local function pushAt(max, at, proposed)
 		local lm, ls = idparts(last)
 		if lm > ms or (lm == ms and ls > seq) then ms, seq = lm, ls end
 	end
-	local touched, ensured = {}, false
+	local touched, best, ensured = {}, {}, false
 	local eargs, fargs, hargs = {}, {}, {}
 	for _, i in ipairs(at) do
 		local h, p, data = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -254,9 +318,13 @@ local function pushAt(max, at, proposed)
 		else
 			local id = fid(ms, seq)
 			if touched[h] == nil then
-				touched[h] = head(h) or false
+				local hid, sc = head(h)
+				touched[h] = {id = hid, sc = sc}
 				hargs[h] = {}
 			end
+			-- The best entry pushed to h: the first of the highest priority.
+			local b = best[h]
+			if not b or p > b.p then best[h] = {id = id, p = p} end
 			local hl = hargs[h]
 			hl[#hl + 1] = -p
 			hl[#hl + 1] = id
@@ -270,7 +338,17 @@ local function pushAt(max, at, proposed)
 	batch('ZADD', F, fargs)
 	for h, hl in pairs(hargs) do batch('ZADD', hkey(h), hl) end
 	redis.call('SET', LAST, ms .. '-' .. seq)
-	for h, old in pairs(touched) do reindex(h, old or nil) end
+	-- A host's head changes when its best entry pushed comes before the
+	-- head it had (by score, then ID).
+	local items = {}
+	for h, t in pairs(touched) do
+		local b = best[h]
+		local osc = num(t.sc)
+		if not t.id or -b.p < osc or (-b.p == osc and b.id < t.id) then
+			items[#items + 1] = {h = h, old = t.id, id = b.id, sc = -b.p}
+		end
+	end
+	reheads(items)
 	return true
 end
 `
@@ -281,13 +359,15 @@ end
 // frontier's, from the pushing process's clock), taken unless the
 // partition issued a later one (see pushAt). Returns {1, replicas}, or
 // {0, replicas} when the entries do not all fit (nothing is pushed).
-var hqPushScript = redis.NewScript(hqPrelude + hqPushAt + `
+const hqPushSrc = hqPrelude + hqPushAt + `
 local stride = tonumber(ARGV[6])
 local at = {}
 for i = 7, #ARGV, stride do at[#at + 1] = i end
 if not pushAt(tonumber(ARGV[5]), at, stride == 4) then return {0, replicas} end
 return {1, replicas}
-`)
+`
+
+var hqPushScript = redis.NewScript(hqPushSrc)
 
 // hqPushUnvisitedScript is pushUnvisitedScript for hosted entries: KEYS
 // as hqKeys, then the visited set of each entry; ARGV[5] maxSize, then per
@@ -296,7 +376,7 @@ return {1, replicas}
 // hqPushScript pushes (IDs from the server's clock). Returns {full,
 // pushed..., replicas}: full is 1 when those would not all fit (nothing is
 // pushed), and pushed[i] is 1 when the i-th entry was not visited.
-var hqPushUnvisitedScript = redis.NewScript(hqPrelude + hqPushAt + `
+const hqPushUnvisitedSrc = hqPrelude + hqPushAt + `
 local out, at = {0}, {}
 for k = 18, #KEYS do
 	local i = 6 + (k - 18) * 4
@@ -312,7 +392,9 @@ if not pushAt(tonumber(ARGV[5]), at, false) then
 end
 out[#out + 1] = replicas
 return out
-`)
+`
+
+var hqPushUnvisitedScript = redis.NewScript(hqPushUnvisitedSrc)
 
 // hqLeaseCommon takes entries for the lease scripts, which set tok, me,
 // snow and ttl: a hosted entry (its host's sorted set is trimmed by the
@@ -414,32 +496,68 @@ end
 // the entries are taken best first across hosts, each host giving at most
 // its quota. R is read by rank and changed only at the end, so its order
 // holds while the loop reads it.
-var hqLeaseHostsScript = redis.NewScript(hqPrelude + `
+const hqLeaseHostsSrc = hqPrelude + `
 local cnow, n, per, ttl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local tok, me, peek = ARGV[9], ARGV[10], ARGV[11] == '1'
 local snow = nowms()
 ` + hqLeaseCommon + `
 due(snow)
 expire(snow)
-for _, h in ipairs(redis.call('ZRANGEBYSCORE', W, '-inf', cnow, 'LIMIT', 0, 1000)) do
-	redis.call('ZREM', W, h)
-	local id, sc = head(h)
-	if id then
-		redis.call('ZADD', R, sc, id .. h)
-	elseif not redis.call('HGET', N, h) then
-		redis.call('HDEL', T, h)
+
+-- The hosts' leased counts, read a page of R at a time with their ready
+-- times (readyCache): a call per page and not two per host.
+local leasedCache = {}
+local function leasedOf(h)
+	local c = leasedCache[h]
+	if c == nil then
+		c = leased(h)
+		leasedCache[h] = c
+	end
+	return c
+end
+local function prefetch(hs)
+	if #hs == 0 then return end
+	local ts, ns = mget(T, hs), mget(N, hs)
+	for i, h in ipairs(hs) do
+		readyCache[h] = ts[i] or ''
+		leasedCache[h] = tonumber(ns[i] or '0')
 	end
 end
-local freed
-if per > 0 then
-	freed = redis.call('ZRANGEBYSCORE', B, '-inf', '(' .. per, 'LIMIT', 0, 1000)
-else
-	freed = redis.call('ZRANGE', B, 0, 999)
+
+-- promote moves hosts out of key (W or B) into R at their heads, with
+-- one call per host (its head) and the rest batched. It returns the hosts
+-- that have no pending entry.
+local function promote(key, hs)
+	local none = {}
+	if #hs == 0 then return none end
+	batch('ZREM', key, hs)
+	local radd = {}
+	for _, h in ipairs(hs) do
+		local id, sc = head(h)
+		if id then
+			radd[#radd + 1] = sc
+			radd[#radd + 1] = id .. h
+		else
+			none[#none + 1] = h
+		end
+	end
+	batch('ZADD', R, radd)
+	return none
 end
-for _, h in ipairs(freed) do
-	redis.call('ZREM', B, h)
-	local id, sc = head(h)
-	if id then redis.call('ZADD', R, sc, id .. h) end
+do
+	-- A host without entries forgets its ready time once it passed,
+	-- unless it still holds leases.
+	local none = promote(W, redis.call('ZRANGEBYSCORE', W, '-inf', cnow, 'LIMIT', 0, 1000))
+	local ns, forget = mget(N, none), {}
+	for i, h in ipairs(none) do
+		if not ns[i] then forget[#forget + 1] = h end
+	end
+	batch('HDEL', T, forget)
+end
+if per > 0 then
+	promote(B, redis.call('ZRANGEBYSCORE', B, '-inf', '(' .. per, 'LIMIT', 0, 1000))
+else
+	promote(B, redis.call('ZRANGE', B, 0, 999))
 end
 
 -- Host "" (entries whose host the store was not told) has no ready
@@ -452,7 +570,7 @@ end
 local unlimited = {v = math.huge}
 local function quota(h)
 	if per <= 0 or h == '' then return unlimited end
-	return {v = per - leased(h)}
+	return {v = per - leasedOf(h)}
 end
 
 local heap = {}
@@ -500,14 +618,23 @@ do
 	offer({stream = true, list = list, i = 1, q = quota(''), h = ''})
 end
 
+-- R is read a page at a time: as many hosts as entries are asked for
+-- (each ready host gives one at least), 8 at least, 64 at most.
+local rsize = math.max(8, math.min(64, n))
 local rpage, rpi, rpos, rdone = {}, 1, 0, false
 local function nextR()
 	if rpi > #rpage then
 		if rdone then return nil end
-		rpage = redis.call('ZRANGE', R, rpos, rpos + 63, 'WITHSCORES')
-		rpos, rpi = rpos + 64, 1
-		if #rpage < 128 then rdone = true end
+		rpage = redis.call('ZRANGE', R, rpos, rpos + rsize - 1, 'WITHSCORES')
+		rpos, rpi = rpos + rsize, 1
+		if #rpage < 2 * rsize then rdone = true end
 		if #rpage == 0 then return nil end
+		local hs = {}
+		for i = 1, #rpage, 2 do
+			local h = string.sub(rpage[i], 21)
+			if h ~= '' then hs[#hs + 1] = h end
+		end
+		prefetch(hs)
 	end
 	local mem, sc = rpage[rpi], rpage[rpi + 1]
 	rpi = rpi + 2
@@ -527,15 +654,20 @@ while #out < n do
 		else
 			local q = quota(h)
 			if q.v <= 0 then
-				if h ~= '' then moves[#moves + 1] = {rc.mem, h, B, leased(h)} end
+				if h ~= '' then moves[#moves + 1] = {rc.mem, h, B, leasedOf(h)} end
 			else
-				local z = redis.call('ZRANGE', hkey(h), 0, math.min(q.v, n - #out) - 1, 'WITHSCORES')
+				-- One entry more than the host may give: the head it is
+				-- left with, so that R and A learn it without another call.
+				local want = math.min(q.v, n - #out)
+				local z = redis.call('ZRANGE', hkey(h), 0, want, 'WITHSCORES')
 				local list = {}
-				for i = 1, #z, 2 do
+				for i = 1, math.min(#z, 2 * want), 2 do
 					local m, s = idparts(z[i])
-					list[#list + 1] = {id = z[i], p = -tonumber(z[i + 1]), m = m, s = s}
+					list[#list + 1] = {id = z[i], sc = z[i + 1], p = -tonumber(z[i + 1]), m = m, s = s}
 				end
-				local src = {list = list, i = 1, q = q, h = h, mem = rc.mem, taken = 0}
+				local after = false
+				if #z > 2 * want then after = {id = z[2 * want + 1], sc = z[2 * want + 2]} end
+				local src = {list = list, i = 1, q = q, h = h, mem = rc.mem, taken = 0, after = after}
 				srcs[#srcs + 1] = src
 				offer(src)
 			end
@@ -563,30 +695,64 @@ while #out < n do
 	end
 end
 
+-- The hosts that gave entries move in A and R (or to B, at their limit)
+-- to the heads they are left with, in batched calls.
+local rrem = {}
 if not peek then
+	local arem, aadd, radd, badd, nset = {}, {}, {}, {}, {}
 	for _, src in ipairs(srcs) do
 		local h, first = src.h, src.list[1]
 		if not first then
-			redis.call('ZREM', R, src.mem)
-			redis.call('ZREM', A, src.mem)
+			arem[#arem + 1] = src.mem
+			rrem[#rrem + 1] = src.mem
 		elseif src.taken > 0 then
 			redis.call('ZREMRANGEBYRANK', hkey(h), 0, src.taken - 1)
-			local now = redis.call('HINCRBY', N, h, src.taken)
-			reindex(h, first.id)
-			if per > 0 and h ~= '' and now >= per then
-				local id = head(h)
-				if id and redis.call('ZREM', R, id .. h) == 1 then redis.call('ZADD', B, now, h) end
+			local now = leasedOf(h) + src.taken
+			nset[#nset + 1] = h
+			nset[#nset + 1] = now
+			arem[#arem + 1] = first.id .. h
+			rrem[#rrem + 1] = first.id .. h
+			local nx = src.list[src.taken + 1] or src.after
+			if nx then
+				aadd[#aadd + 1] = nx.sc
+				aadd[#aadd + 1] = nx.id .. h
+				if per > 0 and h ~= '' and now >= per then
+					badd[#badd + 1] = now
+					badd[#badd + 1] = h
+				else
+					radd[#radd + 1] = nx.sc
+					radd[#radd + 1] = nx.id .. h
+				end
 			end
 		end
 	end
+	batch('ZREM', A, arem)
+	batch('ZADD', A, aadd)
+	batch('HSET', N, nset)
+	batch('ZADD', B, badd)
 	grantHosted(out)
 	out = grantNew(out)
+	-- R's removals go with the moves' below, then its additions.
+	for _, mv in ipairs(moves) do rrem[#rrem + 1] = mv[1] end
+	batch('ZREM', R, rrem)
+	batch('ZADD', R, radd)
+else
+	for _, mv in ipairs(moves) do rrem[#rrem + 1] = mv[1] end
+	batch('ZREM', R, rrem)
 end
+local wadd, badd = {}, {}
 for _, mv in ipairs(moves) do
-	if redis.call('ZREM', R, mv[1]) == 1 then redis.call('ZADD', mv[3], mv[4], mv[2]) end
+	local l = wadd
+	if mv[3] == B then l = badd end
+	l[#l + 1] = mv[4]
+	l[#l + 1] = mv[2]
 end
+batch('ZADD', W, wadd)
+batch('ZADD', B, badd)
 return out
-`)
+`
+
+var hqLeaseHostsScript = redis.NewScript(hqLeaseHostsSrc)
 
 // hqLeaseScript is Lease over both kinds of entries: ARGV[5] n, [6] ttl
 // ms, [7] token, [8] consumer, [9] "1" to peek: list the IDs {ms, seq}
@@ -689,7 +855,7 @@ return grantNew(out)
 // pairs, the pairs (a hosted entry's ID starts with "h"), then per page
 // the 0-based index of its pair, its field and its value. Returns the
 // indexes of pairs whose lease is not held, then replicas.
-var hqAckScript = redis.NewScript(hqPrelude + `
+const hqAckSrc = hqPrelude + `
 local np = tonumber(ARGV[5])
 local acked, hp, seen = {}, {}, {}
 for i = 0, np - 1 do
@@ -734,10 +900,45 @@ if #hp > 0 then
 	batch('HDEL', L, del)
 	batch('ZREM', X, del)
 	for owner, l in pairs(byOwner) do batch('SREM', OP .. owner, l) end
-	for h, k in pairs(byHost) do
-		freeSlots(h, k)
-		idle(h)
+	-- freeSlots and idle for every host at once: one call per host
+	-- leaving B (its head, R's member), the rest batched.
+	local hosts = {}
+	for h in pairs(byHost) do hosts[#hosts + 1] = h end
+	local ns, inB = mget(N, hosts), mscore(B, hosts)
+	local nset, ndel, brem, radd, idles = {}, {}, {}, {}, {}
+	for i, h in ipairs(hosts) do
+		local c = tonumber(ns[i] or '0') - byHost[h]
+		local pending = nil
+		if inB[i] then
+			brem[#brem + 1] = h
+			local hid, sc = head(h)
+			if hid then
+				radd[#radd + 1] = sc
+				radd[#radd + 1] = hid .. h
+			end
+			pending = hid ~= nil
+		end
+		if c > 0 then
+			nset[#nset + 1] = h
+			nset[#nset + 1] = c
+		else
+			ndel[#ndel + 1] = h
+			if pending == nil then pending = redis.call('EXISTS', hkey(h)) == 1 end
+			if not pending then idles[#idles + 1] = h end
+		end
 	end
+	batch('HSET', N, nset)
+	batch('HDEL', N, ndel)
+	batch('ZREM', B, brem)
+	batch('ZADD', R, radd)
+	local ts, wadd = mget(T, idles), {}
+	for i, h in ipairs(idles) do
+		if ts[i] then
+			wadd[#wadd + 1] = ts[i]
+			wadd[#wadd + 1] = h
+		end
+	end
+	batch('ZADD', W, wadd)
 end
 local base = 6 + 2 * np
 for j = 18, #KEYS do
@@ -752,7 +953,9 @@ for i = 0, np - 1 do
 end
 unknown[#unknown + 1] = replicas
 return unknown
-`)
+`
+
+var hqAckScript = redis.NewScript(hqAckSrc)
 
 // hqReleaseScript is releaseManyScript over both kinds of lease: ARGV[5]
 // delay ms, [6] the not-before time in the caller's ms ("" for none, kept
@@ -852,24 +1055,38 @@ return 0
 // stored ready time and the one given, and waits in W for it (a blocked
 // host has its time checked when it leaves B). Host "" is skipped: it has
 // no ready time.
-var hqReadyScript = redis.NewScript(hqPrelude + `
+const hqReadySrc = hqPrelude + `
+local hs, ts = {}, {}
 for i = 5, #ARGV, 2 do
-	local h, t = ARGV[i], tonumber(ARGV[i + 1])
-	if h ~= '' then
-		local cur = num(redis.call('HGET', T, h))
-		if not cur or t > cur then
-			redis.call('HSET', T, h, ARGV[i + 1])
-			cur = t
-		end
-		if not redis.call('ZSCORE', B, h) then
-			local id = head(h)
-			if id then redis.call('ZREM', R, id .. h) end
-			redis.call('ZADD', W, cur, h)
-		end
+	if ARGV[i] ~= '' then
+		hs[#hs + 1] = ARGV[i]
+		ts[#ts + 1] = ARGV[i + 1]
 	end
 end
+-- One call per host (its head, R's member), the rest batched.
+local cur, inB = mget(T, hs), mscore(B, hs)
+local tset, rrem, wadd = {}, {}, {}
+for i, h in ipairs(hs) do
+	local t = cur[i]
+	if not t or tonumber(ts[i]) > tonumber(t) then
+		t = ts[i]
+		tset[#tset + 1] = h
+		tset[#tset + 1] = t
+	end
+	if not inB[i] then
+		local id = head(h)
+		if id then rrem[#rrem + 1] = id .. h end
+		wadd[#wadd + 1] = t
+		wadd[#wadd + 1] = h
+	end
+end
+batch('HSET', T, tset)
+batch('ZREM', R, rrem)
+batch('ZADD', W, wadd)
 return 0
-`)
+`
+
+var hqReadyScript = redis.NewScript(hqReadySrc)
 
 // hqHeadScript: ARGV[5] n. Returns {groups, delayed}: groups are {host,
 // ready ms or "", head priority, head ms, head seq, entries}, hosts in

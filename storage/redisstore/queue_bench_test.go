@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -127,4 +128,87 @@ func BenchmarkHostQueue(b *testing.B) {
 			return s.LeaseHosts(ctx, time.Now(), 32, 0, time.Minute)
 		},
 		func(ctx context.Context, ids []string) error { return s.Ack(ctx, ids...) })
+}
+
+// BenchmarkHostQueueBroad runs a broad crawl's frontier through the host
+// queue on a virtual clock: 2,000 hosts of 10 entries each, pushed with
+// PushUnvisitedHosted in batches of 60 links of many hosts, then rounds of
+// what a queue run does every 40 ms at 800 pages/s: acknowledge the 32
+// oldest entries in hand, store their hosts' next start (2 s on), and lease
+// up to 32 entries of hosts ready within a second, at most 2 per host. It
+// reports the server's CPU per entry of each call, the figure that bounds
+// a crawl on a loaded machine:
+//
+//	MAGPIE_REDIS_ADDR=127.0.0.1:PORT go test -run XXX -bench HostQueueBroad -benchtime 1x ./storage/redisstore/
+func BenchmarkHostQueueBroad(b *testing.B) {
+	const hosts, perHost, batch, round = 2000, 10, 60, 32
+	ctx := context.Background()
+	var pushS, readyS, leaseS, ackS int64
+	var leases, entries int
+	for range b.N {
+		s := newTestStore(b, Options{})
+		keys := make([]uint64, 0, batch)
+		es := make([]storage.HostEntry, 0, batch)
+		flush := func() {
+			srv := scriptMicros(b, s)
+			if _, err := s.PushUnvisitedHosted(ctx, keys, es); err != nil {
+				b.Fatal(err)
+			}
+			pushS += scriptMicros(b, s) - srv
+			keys, es = keys[:0], es[:0]
+		}
+		for i := range hosts * perHost {
+			h := fmt.Sprintf("127.1.%d.%d:8080", i%hosts/250, i%hosts%250)
+			keys = append(keys, uint64(i))
+			es = append(es, storage.HostEntry{Host: h, Data: benchData(i)})
+			if len(es) == batch {
+				flush()
+			}
+		}
+		if len(es) > 0 {
+			flush()
+		}
+		vnow := time.Now()
+		var held []storage.Entry
+		for done := 0; done < hosts*perHost; {
+			if len(held) > 0 {
+				k := min(round, len(held))
+				ids := make([]string, k)
+				ready := map[string]time.Time{}
+				for i, e := range held[:k] {
+					ids[i] = e.ID
+					ready[e.Host] = vnow.Add(2 * time.Second)
+				}
+				held = held[k:]
+				srv := scriptMicros(b, s)
+				if err := s.Ack(ctx, ids...); err != nil {
+					b.Fatal(err)
+				}
+				ackS += scriptMicros(b, s) - srv
+				done += k
+				srv = scriptMicros(b, s)
+				if err := s.SetHostReady(ctx, ready); err != nil {
+					b.Fatal(err)
+				}
+				readyS += scriptMicros(b, s) - srv
+			}
+			srv := scriptMicros(b, s)
+			got, err := s.LeaseHosts(ctx, vnow.Add(time.Second), round, 2, time.Minute)
+			if err != nil && !errors.Is(err, storage.ErrQueueEmpty) {
+				b.Fatal(err)
+			}
+			leaseS += scriptMicros(b, s) - srv
+			leases++
+			entries += len(got)
+			held = append(held, got...)
+			vnow = vnow.Add(40 * time.Millisecond)
+		}
+	}
+	per := float64(entries)
+	b.ReportMetric(float64(pushS)*1000/per, "push-srv-ns/entry")
+	b.ReportMetric(float64(readyS)*1000/per, "ready-srv-ns/entry")
+	b.ReportMetric(float64(leaseS)*1000/per, "lease-srv-ns/entry")
+	b.ReportMetric(float64(ackS)*1000/per, "ack-srv-ns/entry")
+	b.ReportMetric(per/float64(leases), "entries/lease")
+	b.ReportMetric(0, "ns/op")
 }
