@@ -2,6 +2,7 @@ package magpie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,14 @@ const hostLead = time.Second
 // for its turn.
 const hostsAhead = 2
 
+// leasePace is the least time from a lease that came back short (fewer
+// entries than asked: the store had no more of hosts ready within
+// hostLead) to the next. Each finished request wakes the run, and without
+// it a broad crawl asked the store again at every one: over Redis, 57% of
+// 2,200 leases a second came back empty. Entries are leased hostLead
+// ahead of their start, so waiting this long delays none.
+const leasePace = 20 * time.Millisecond
+
 // hostProbe is a host name no LimitRule should single out: a rule that
 // matches it is taken to match every host (see Limiter.MostParallel).
 const hostProbe = "magpie-frontier-probe.invalid"
@@ -47,6 +56,11 @@ type hostLeasing struct {
 	// LeaseHosts (see noteReady).
 	readyMu sync.Mutex
 	ready   map[string]time.Time
+
+	// shortAt is when the last lease came back short (zero: it did not);
+	// the next one waits until leasePace after it. Only the run's feeder
+	// leases.
+	shortAt time.Time
 
 	// warnedPriority is set once a request with a priority was pushed to
 	// a queue that is not a HostQueue (see notePriorityIgnored).
@@ -164,10 +178,20 @@ func (f *queueFrontier) flushReady(ctx context.Context) {
 }
 
 // leaseHosts leases up to n entries of hosts that may start within
-// hostLead, storing the ready times noted since the last lease first.
+// hostLead, storing the ready times noted since the last lease first. It
+// waits out leasePace after a lease that came back short.
 func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry, error) {
+	h := &f.hosts
+	if wait := time.Until(h.shortAt.Add(leasePace)); !h.shortAt.IsZero() && wait > 0 && !f.sleep(ctx, wait) {
+		return nil, ctx.Err()
+	}
 	f.flushReady(ctx)
-	return f.hosts.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, f.hosts.perHost, queueLeaseTTL)
+	es, err := h.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, h.perHost, queueLeaseTTL)
+	h.shortAt = time.Time{}
+	if err == nil && len(es) < n || errors.Is(err, storage.ErrQueueEmpty) {
+		h.shortAt = time.Now()
+	}
+	return es, err
 }
 
 // notePriorityIgnored says once, at Warn, that the queue keeps no

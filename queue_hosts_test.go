@@ -359,3 +359,73 @@ func TestRunQueueHostsBestAcrossHosts(t *testing.T) {
 		})
 	}
 }
+
+// leaseLog is a memory queue that records each LeaseHosts call: when it
+// began and ended, and whether it came back short.
+type leaseLog struct {
+	*storage.MemoryQueue
+	mu    sync.Mutex
+	calls []leaseCall
+}
+
+type leaseCall struct {
+	start, end time.Time
+	short      bool
+}
+
+func (q *leaseLog) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, ttl time.Duration) ([]storage.Entry, error) {
+	start := time.Now()
+	es, err := q.MemoryQueue.LeaseHosts(ctx, now, n, perHost, ttl)
+	q.mu.Lock()
+	q.calls = append(q.calls, leaseCall{start: start, end: time.Now(), short: len(es) < n})
+	q.mu.Unlock()
+	return es, err
+}
+
+// TestRunQueueHostsLeasePaced: a run over a HostQueue does not ask the
+// store again sooner than leasePace after a lease that came back short,
+// however often finished requests and pushed links wake it; and the
+// crawl still fetches every page.
+func TestRunQueueHostsLeasePaced(t *testing.T) {
+	srv := newStartsServer(t, func(path string) string {
+		if path != "/" {
+			return ""
+		}
+		var b strings.Builder
+		for i := range 30 {
+			fmt.Fprintf(&b, `<a href="/p/%d">p</a>`, i)
+		}
+		return b.String()
+	})
+	q := &leaseLog{MemoryQueue: storage.NewMemoryQueue(0)}
+	pushHosted(t, q, srv.URL+"/", 0)
+	c := NewCollector(IgnoreRobotsTxt())
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 2, Delay: 30 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := c.RunQueue(ctx, q, 4); err != nil {
+		t.Fatal(err)
+	}
+	if starts, paths := srv.got(); len(starts) != 31 {
+		t.Errorf("fetched %d pages (%v), want 31", len(starts), paths)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	shorts := 0
+	for i := 1; i < len(q.calls); i++ {
+		prev := q.calls[i-1]
+		if !prev.short {
+			continue
+		}
+		shorts++
+		if gap := q.calls[i].start.Sub(prev.end); gap < leasePace {
+			t.Errorf("lease %d began %v after lease %d came back short, want at least %v", i, gap, i-1, leasePace)
+		}
+	}
+	if shorts == 0 {
+		t.Errorf("no lease of %d came back short: the test shows nothing", len(q.calls))
+	}
+}
