@@ -33,10 +33,14 @@ const hostsAhead = 2
 
 // leasePace is the least time from a lease that came back short (fewer
 // entries than asked: the store had no more of hosts ready within
-// hostLead) to the next. Each finished request wakes the run, and without
-// it a broad crawl asked the store again at every one: over Redis, 57% of
+// hostLead) to the next, unless a request has finished since whose host
+// may start again within hostLead. Each finished request wakes the run,
+// and without the pace a broad crawl asked the store again at every one,
+// though the host that finished waits out its Delay: over Redis, 57% of
 // 2,200 leases a second came back empty. Entries are leased hostLead
-// ahead of their start, so waiting this long delays none.
+// ahead of their start, so the pace delays none; a finished request of a
+// host without a Delay frees a slot it can use at once, so it ends the
+// pace.
 const leasePace = 20 * time.Millisecond
 
 // hostProbe is a host name no LimitRule should single out: a rule that
@@ -58,9 +62,10 @@ type hostLeasing struct {
 	ready   map[string]time.Time
 
 	// shortAt is when the last lease came back short (zero: it did not);
-	// the next one waits until leasePace after it. Only the run's feeder
-	// leases.
+	// the next one waits until leasePace after it unless freed is set
+	// (see leasePace). Only the run's feeder leases.
 	shortAt time.Time
+	freed   atomic.Bool
 
 	// warnedPriority is set once a request with a priority was pushed to
 	// a queue that is not a HostQueue (see notePriorityIgnored).
@@ -130,12 +135,21 @@ func (f *queueFrontier) pushUnvisited(ctx context.Context, st storage.Storage, k
 // finished request's Ticket, to be stored with the next lease: a resumed
 // crawl, or another consumer of the store, then waits for it too. A host
 // without a Delay (its next start not in the future) needs nothing stored.
+// A host that may start again within hostLead ends the lease pace.
 func (f *queueFrontier) noteReady(req *Request) {
-	if f.hosts.hq == nil || req.ticket == nil {
+	if f.hosts.hq == nil {
+		return
+	}
+	if req.ticket == nil {
+		f.hosts.freed.Store(true)
 		return
 	}
 	t := req.ticket.NextStart()
-	if !t.After(time.Now()) {
+	now := time.Now()
+	if t.Before(now.Add(hostLead)) {
+		f.hosts.freed.Store(true)
+	}
+	if !t.After(now) {
 		return
 	}
 	h := &f.hosts
@@ -182,7 +196,8 @@ func (f *queueFrontier) flushReady(ctx context.Context) {
 // waits out leasePace after a lease that came back short.
 func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry, error) {
 	h := &f.hosts
-	if wait := time.Until(h.shortAt.Add(leasePace)); !h.shortAt.IsZero() && wait > 0 && !f.sleep(ctx, wait) {
+	freed := h.freed.Swap(false)
+	if wait := time.Until(h.shortAt.Add(leasePace)); !freed && !h.shortAt.IsZero() && wait > 0 && !f.sleep(ctx, wait) {
 		return nil, ctx.Err()
 	}
 	f.flushReady(ctx)

@@ -382,17 +382,18 @@ func (q *leaseLog) LeaseHosts(ctx context.Context, now time.Time, n, perHost int
 	return es, err
 }
 
-// TestRunQueueHostsLeasePaced: a run over a HostQueue does not ask the
-// store again sooner than leasePace after a lease that came back short,
-// however often finished requests and pushed links wake it; and the
-// crawl still fetches every page.
+// TestRunQueueHostsLeasePaced: a run over a HostQueue whose host waits
+// out a Delay longer than hostLead does not ask the store again sooner
+// than leasePace after a lease that came back short, however often it is
+// woken; and the crawl still fetches every page.
 func TestRunQueueHostsLeasePaced(t *testing.T) {
+	const pages = 4
 	srv := newStartsServer(t, func(path string) string {
 		if path != "/" {
 			return ""
 		}
 		var b strings.Builder
-		for i := range 30 {
+		for i := range pages - 1 {
 			fmt.Fprintf(&b, `<a href="/p/%d">p</a>`, i)
 		}
 		return b.String()
@@ -400,7 +401,7 @@ func TestRunQueueHostsLeasePaced(t *testing.T) {
 	q := &leaseLog{MemoryQueue: storage.NewMemoryQueue(0)}
 	pushHosted(t, q, srv.URL+"/", 0)
 	c := NewCollector(IgnoreRobotsTxt())
-	if err := c.Limit(&LimitRule{DomainGlob: "*", Parallelism: 2, Delay: 30 * time.Millisecond}); err != nil {
+	if err := c.Limit(&LimitRule{DomainGlob: "*", Delay: hostLead + 100*time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	c.OnHTML("a[href]", func(e *HTMLElement) { _ = e.Request.Visit(e.Attr("href")) })
@@ -409,8 +410,8 @@ func TestRunQueueHostsLeasePaced(t *testing.T) {
 	if err := c.RunQueue(ctx, q, 4); err != nil {
 		t.Fatal(err)
 	}
-	if starts, paths := srv.got(); len(starts) != 31 {
-		t.Errorf("fetched %d pages (%v), want 31", len(starts), paths)
+	if starts, paths := srv.got(); len(starts) != pages {
+		t.Errorf("fetched %d pages (%v), want %d", len(starts), paths, pages)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
