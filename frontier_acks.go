@@ -20,6 +20,9 @@ type ackEntry struct {
 	id    string
 	req   *Request
 	links *linkBatch
+	// soon is set when req's host may start again within hostLead
+	// (noteReady): its acknowledgement ends the lease pace.
+	soon bool
 }
 
 // linkBatch collects the links a leased request's callbacks find, so that
@@ -203,7 +206,7 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 		return
 	}
 	links := f.takeLinks(req)
-	f.noteReady(req)
+	soon := f.noteReady(req)
 	f.mu.Lock()
 	delete(f.leased, id)
 	f.done(req)
@@ -211,7 +214,7 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 	if queued {
 		// Its links are stored, then it is acknowledged, together with
 		// the other pages finished meanwhile (see combineAcks).
-		f.acks = append(f.acks, ackEntry{id: id, req: req, links: links})
+		f.acks = append(f.acks, ackEntry{id: id, req: req, links: links, soon: soon})
 	}
 	f.mu.Unlock()
 	var refused []*Request
@@ -237,6 +240,7 @@ func (f *queueFrontier) finish(ctx context.Context, req *Request, ok bool) {
 			}
 		}
 		f.settle(ctx, id, req, ok)
+		f.freeSlots(soon)
 		f.reportVisited(refused)
 	}
 	f.signal()
@@ -320,6 +324,7 @@ func (f *queueFrontier) flushAcks(ctx context.Context) (refused []*Request) {
 		f.acking -= n
 		f.ackingIDs = nil // one flush at a time (combineAcks): these were all
 		f.mu.Unlock()
+		f.freeSlots(slices.ContainsFunc(batch, func(a ackEntry) bool { return a.soon }))
 		f.signal()
 	}
 }

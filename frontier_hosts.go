@@ -33,14 +33,14 @@ const hostsAhead = 2
 
 // leasePace is the least time from a lease that came back short (fewer
 // entries than asked: the store had no more of hosts ready within
-// hostLead) to the next, unless a request has finished since whose host
-// may start again within hostLead. Each finished request wakes the run,
+// hostLead) to the next, unless an entry has been acknowledged since whose
+// host may start again within hostLead (freeSlots). Each finished request wakes the run,
 // and without the pace a broad crawl asked the store again at every one,
 // though the host that finished waits out its Delay: over Redis, 57% of
 // 2,200 leases a second came back empty. Entries are leased hostLead
 // ahead of their start, so the pace delays none; a finished request of a
-// host without a Delay frees a slot it can use at once, so it ends the
-// pace.
+// host without a Delay frees a slot it can use at once, so its
+// acknowledgement ends the pace.
 const leasePace = 20 * time.Millisecond
 
 // hostProbe is a host name no LimitRule should single out: a rule that
@@ -62,10 +62,11 @@ type hostLeasing struct {
 	ready   map[string]time.Time
 
 	// shortAt is when the last lease came back short (zero: it did not);
-	// the next one waits until leasePace after it unless freed is set
-	// (see leasePace). Only the run's feeder leases.
+	// the next one waits until leasePace after it, or until freed says
+	// that a slot of a host that can start soon was freed (see leasePace).
+	// Only the run's feeder leases.
 	shortAt time.Time
-	freed   atomic.Bool
+	freed   chan struct{}
 
 	// warnedPriority is set once a request with a priority was pushed to
 	// a queue that is not a HostQueue (see notePriorityIgnored).
@@ -79,6 +80,7 @@ func (f *queueFrontier) initHosts(q storage.Queue) {
 		return
 	}
 	f.hosts.hq = hq
+	f.hosts.freed = make(chan struct{}, 1)
 	// A queue run has its threads, so a host no rule limits has no limit
 	// (run.newRun sets no host cap).
 	if most := f.c.shared.limiter.MostParallel(hostProbe, 0); most > 0 {
@@ -135,22 +137,21 @@ func (f *queueFrontier) pushUnvisited(ctx context.Context, st storage.Storage, k
 // finished request's Ticket, to be stored with the next lease: a resumed
 // crawl, or another consumer of the store, then waits for it too. A host
 // without a Delay (its next start not in the future) needs nothing stored.
-// A host that may start again within hostLead ends the lease pace.
-func (f *queueFrontier) noteReady(req *Request) {
+// It reports whether the host may start again within hostLead: the
+// store's slot that the request's entry frees, once acknowledged, is then
+// one the next lease can fill (see freeSlots).
+func (f *queueFrontier) noteReady(req *Request) (soon bool) {
 	if f.hosts.hq == nil {
-		return
+		return false
 	}
 	if req.ticket == nil {
-		f.hosts.freed.Store(true)
-		return
+		return true
 	}
 	t := req.ticket.NextStart()
 	now := time.Now()
-	if t.Before(now.Add(hostLead)) {
-		f.hosts.freed.Store(true)
-	}
+	soon = t.Before(now.Add(hostLead))
 	if !t.After(now) {
-		return
+		return soon
 	}
 	h := &f.hosts
 	h.readyMu.Lock()
@@ -161,6 +162,18 @@ func (f *queueFrontier) noteReady(req *Request) {
 		h.ready[req.URL.Host] = t
 	}
 	h.readyMu.Unlock()
+	return soon
+}
+
+// freeSlots ends the lease pace once entries are acknowledged or released
+// of which one was of a host that may start again soon (noteReady).
+func (f *queueFrontier) freeSlots(soon bool) {
+	if soon && f.hosts.freed != nil {
+		select {
+		case f.hosts.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // flushReady stores the ready times noted since the last call. A failure
@@ -196,9 +209,22 @@ func (f *queueFrontier) flushReady(ctx context.Context) {
 // waits out leasePace after a lease that came back short.
 func (f *queueFrontier) leaseHosts(ctx context.Context, n int) ([]storage.Entry, error) {
 	h := &f.hosts
-	freed := h.freed.Swap(false)
-	if wait := time.Until(h.shortAt.Add(leasePace)); !freed && !h.shortAt.IsZero() && wait > 0 && !f.sleep(ctx, wait) {
-		return nil, ctx.Err()
+	if wait := time.Until(h.shortAt.Add(leasePace)); !h.shortAt.IsZero() && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-h.freed:
+		case <-f.fatal:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+	// What is freed from here on is news to the next lease, not this one.
+	select {
+	case <-h.freed:
+	default:
 	}
 	f.flushReady(ctx)
 	es, err := h.hq.LeaseHosts(ctx, time.Now().Add(hostLead), n, h.perHost, queueLeaseTTL)

@@ -293,7 +293,7 @@ func (f *queueFrontier) retry(ctx context.Context, req *Request, notBefore time.
 	if err != nil {
 		return err
 	}
-	f.noteReady(req)
+	f.freeSlots(f.noteReady(req))
 	f.mu.Lock()
 	delete(f.leased, req.entry.leaseID)
 	f.done(req)
