@@ -1,6 +1,9 @@
 package sqlitestore
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // chunkSizes are the row counts of the multi-row statements that Open
 // prepares, largest first: k rows take one statement per 64 and one per
@@ -43,10 +46,25 @@ var (
 		return "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)" + strings.Repeat(", (?, ?, ?)", k-1)
 	})
 	// ackChunks delete the held leases of the seqs given, all of one
-	// Lease's token, the last parameter. The unary + keeps SQLite from
-	// reading the leases' index rather than the rowids.
+	// Lease's token, the last parameter: all of them, or none when one is
+	// not held (the count in the subquery, which SQLite computes once per
+	// execution, is short), so that a chunk needs no savepoint to be
+	// undone before its IDs are taken one at a time. The unary + keeps
+	// SQLite from reading the leases' index rather than the rowids.
 	ackChunks = chunked(func(k int) string {
-		return "DELETE FROM queue WHERE seq IN (?" + strings.Repeat(", ?", k-1) +
-			") AND lease_token = ? AND +lease_until IS NOT NULL"
+		held := fmt.Sprintf("seq IN (%s) AND lease_token = ?%d AND +lease_until IS NOT NULL", params(1, k), k+1)
+		return fmt.Sprintf("DELETE FROM queue WHERE %s AND (SELECT COUNT(*) FROM queue WHERE %s) = %d", held, held, k)
 	})
 )
+
+// params is the list of the numbered parameters ?from to ?to, "?1, ?2".
+func params(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		if i > from {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "?%d", i)
+	}
+	return b.String()
+}

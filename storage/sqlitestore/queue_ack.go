@@ -35,7 +35,7 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 // a chunk at a time, trusting the host each ID names (IDs are this
 // package's, and the token, random, is checked); a chunk that holds IDs of
 // leases not held (unknown, or expired and swept back among the
-// candidates) is undone and taken one ID at a time.
+// candidates) deletes nothing and is taken one ID at a time.
 func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
 	type group struct {
 		token       int64
@@ -101,22 +101,19 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 }
 
 // ackChunk deletes the held leases of a chunk (args: its seqs, the token)
-// and reports whether every one was; if not, it undoes the chunk.
+// and reports whether every one was; if not, it deleted none.
 func (s *Store) ackChunk(ctx context.Context, tx *sql.Tx, i int, args []any) (bool, error) {
-	if _, err := s.exec(ctx, tx, ackSavepoint); err != nil {
-		return false, err
-	}
 	n, err := affected(s.exec(ctx, tx, ackChunks[i], args...))
 	if err != nil {
 		return false, err
 	}
-	if n < int64(chunkSizes[i]) {
-		if _, err := s.exec(ctx, tx, ackRollback); err != nil {
-			return false, err
-		}
+	switch n {
+	case 0:
+		return false, nil
+	case int64(chunkSizes[i]):
+		return true, nil
 	}
-	_, err = s.exec(ctx, tx, ackRelease)
-	return n == int64(chunkSizes[i]), err
+	return false, fmt.Errorf("sqlitestore: ack deleted %d of a chunk of %d", n, chunkSizes[i])
 }
 
 // ackOne deletes the entry seq leased with token, and reports whether its
@@ -145,11 +142,8 @@ func (s *Store) ackOne(ctx context.Context, tx *sql.Tx, b *hostBook, seq, token,
 // ID's, so that the common case, a held lease, is known for one without
 // reading the row back (RETURNING doubled the cost of an Ack).
 const (
-	ackLeased    = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3 AND lease_until IS NOT NULL"
-	ackSwept     = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3"
-	ackSavepoint = "SAVEPOINT ack"
-	ackRollback  = "ROLLBACK TO ack"
-	ackRelease   = "RELEASE ack"
+	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3 AND lease_until IS NOT NULL"
+	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3"
 )
 
 // affected is the count of rows a statement's result reports.

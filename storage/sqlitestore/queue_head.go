@@ -103,7 +103,7 @@ func (s *Store) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
 	var out []storage.HeadEntry
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		if err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
+		if _, _, err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
 			return err
 		}
 		start := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,47 +20,89 @@ import (
 const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
 	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
 
+// hostHeadQuery reads the ID and head of host ?1, without writing: a push
+// to a known host, the common case, leaves its row as it is unless the
+// entry comes before its head.
+const hostHeadQuery = "SELECT id, head_rank, head_seq FROM queue_hosts WHERE host = ?1"
+
 // The same for the hosts of the JSON array ?1 of names: hostIDsCreate
-// creates the rows missing, hostIDsRead reads the IDs and names.
+// creates the rows missing, hostIDsRead reads the IDs, names and heads.
 const (
 	hostIDsCreate = `INSERT INTO queue_hosts (id, host)
 		SELECT CASE WHEN value = '' THEN 0 END, value FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING`
-	hostIDsRead = "SELECT id, host FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
+	hostIDsRead = "SELECT id, host, head_rank, head_seq FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
 )
 
-// hostIDs returns the IDs of the entries' hosts, creating the rows
-// missing: one statement for one host, two for several.
-func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]int64, error) {
-	ids := make(map[string]int64)
+// hostHead is a host's ID and head (its first candidate, if it has one)
+// as a push reads them.
+type hostHead struct {
+	id        int64
+	rank, seq sql.NullInt64
+}
+
+// precedes tells whether the entry (rank, seq) comes before the head, so
+// that pushing it makes it the head.
+func (h hostHead) precedes(rank, seq int64) bool {
+	return !h.seq.Valid || rank < h.rank.Int64 || rank == h.rank.Int64 && seq < h.seq.Int64
+}
+
+// hostIDs returns the IDs and heads of the entries' hosts, creating the
+// rows missing: one read for hosts known, and a write and a second read
+// for the others.
+func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]hostHead, error) {
+	ids := make(map[string]hostHead)
 	var names []string
 	for _, e := range entries {
 		if _, ok := ids[e.Host]; !ok {
-			ids[e.Host] = 0
+			ids[e.Host] = hostHead{id: -1}
 			names = append(names, e.Host)
 		}
 	}
 	if len(names) == 1 {
-		var id int64
-		err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, names[0]).Scan(&id)
-		ids[names[0]] = id
+		h := hostHead{}
+		err := s.queryRow(ctx, tx, hostHeadQuery, names[0]).Scan(&h.id, &h.rank, &h.seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			h = hostHead{}
+			err = s.queryRow(ctx, tx, hostIDQuery, names[0]).Scan(&h.id)
+		}
+		ids[names[0]] = h
 		return ids, err
 	}
-	list, err := json.Marshal(names)
+	read := func(names []string) (missing []string, err error) {
+		list, err := json.Marshal(names)
+		if err != nil {
+			return nil, err
+		}
+		err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
+			var h hostHead
+			var name string
+			if err := rows.Scan(&h.id, &name, &h.rank, &h.seq); err != nil {
+				return err
+			}
+			ids[name] = h
+			return nil
+		})
+		for _, name := range names {
+			if ids[name].id < 0 {
+				missing = append(missing, name)
+			}
+		}
+		return missing, err
+	}
+	missing, err := read(names)
+	if err != nil || len(missing) == 0 {
+		return ids, err
+	}
+	list, err := json.Marshal(missing)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.exec(ctx, tx, hostIDsCreate, string(list)); err != nil {
 		return nil, err
 	}
-	err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return err
-		}
-		ids[name] = id
-		return nil
-	})
+	if missing, err = read(missing); err == nil && len(missing) > 0 {
+		err = fmt.Errorf("sqlitestore: hosts %q have no row after their creation", missing)
+	}
 	return ids, err
 }
 
@@ -112,7 +155,7 @@ func (s *Store) nameHosts(ctx context.Context, tx *sql.Tx, out []hostLeased) err
 		}
 		name, ok := names[id]
 		if !ok {
-			if err := tx.StmtContext(ctx, s.prepared[hostName]).QueryRowContext(ctx, id).Scan(&name); err != nil {
+			if err := s.queryRow(ctx, tx, hostName, id).Scan(&name); err != nil {
 				return err
 			}
 			if names == nil {
@@ -186,7 +229,7 @@ func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.
 	}
 	hostIDs := make([]int64, len(entries))
 	for j, e := range entries {
-		hostIDs[j] = ids[e.Host]
+		hostIDs[j] = ids[e.Host].id
 	}
 	var b hostBook
 	args := make([]any, 0, 3*chunkSizes[0])
@@ -206,7 +249,11 @@ func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.
 		// The rows of one INSERT take consecutive seqs (AUTOINCREMENT, one
 		// writer).
 		for j, e := range entries[start : start+size] {
-			b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
+			// An entry after its host's head (every entry but those of a
+			// new host or of a higher priority) changes nothing there.
+			if rank, seq := -int64(e.Priority), last-int64(size-1-j); ids[e.Host].precedes(rank, seq) {
+				b.gain(hostIDs[start+j], rank, seq)
+			}
 		}
 		return nil
 	})
@@ -264,21 +311,30 @@ func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, t
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out, next = out[:0], sql.NullInt64{}
-		if err := s.sweep(ctx, tx, nowNs); err != nil {
+		due, swept, err := s.sweep(ctx, tx, nowNs)
+		if err != nil {
 			return err
 		}
-		var err error
 		var b hostBook
-		if out, err = s.leaseHosts(ctx, tx, &b, nowNs, n, perHost, until, token); err != nil {
+		var reparked bool
+		if out, reparked, err = s.leaseHosts(ctx, tx, &b, nowNs, n, perHost, until, token); err != nil {
 			return err
 		}
 		if err := s.flush(ctx, tx, &b); err != nil {
 			return err
 		}
-		if len(out) < n {
-			return tx.StmtContext(ctx, s.prepared[nextReadyQuery]).QueryRowContext(ctx, nowNs).Scan(&next)
+		if len(out) == n {
+			return nil
 		}
-		return nil
+		if !swept && !reparked {
+			// What waited before this call still does, and the leases
+			// it granted end at until: no need to read it again.
+			if next = due; len(out) > 0 {
+				next = earliest(next, sql.NullInt64{Int64: until, Valid: true})
+			}
+			return nil
+		}
+		return s.queryRow(ctx, tx, nextReadyQuery, nowNs).Scan(&next)
 	})
 	if err != nil {
 		return nil, s.wrap("lease hosts", err)
@@ -298,20 +354,24 @@ func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, t
 // its share, until n are leased or no host is left. Leasing moves a host's
 // head on in the index only at the flush, after the walk: the walk meets
 // each host once.
-func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int64, n, perHost int, until, token int64) ([]storage.Entry, error) {
-	var out []storage.Entry
+func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int64, n, perHost int, until, token int64) (out []storage.Entry, reparked bool, err error) {
 	after := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
-	for len(out) < n {
-		hosts, err := s.readHosts(ctx, tx, 0, after, min(max(n-len(out), 16), 256))
+	for more := true; more && len(out) < n; {
+		limit := min(max(n-len(out), 16), 256)
+		hosts, err := s.readHosts(ctx, tx, 0, after, limit)
 		if err != nil || len(hosts) == 0 {
-			return out, err
+			return out, reparked, err
 		}
+		// A page short of its limit is the last: once each of its hosts
+		// is asked, no need to read again.
+		more = len(hosts) == limit
 		var shares []hostShare
 		want := n - len(out)
 		for _, h := range hosts {
 			if want == 0 {
 				// A host may give less than its quota: the next page
 				// starts after the last host asked.
+				more = true
 				break
 			}
 			after = h
@@ -319,8 +379,9 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 				// Unparked by a sweep at a later now than this call's
 				// (another consumer's clock): park it again.
 				if _, err := tx.ExecContext(ctx, "UPDATE queue_hosts SET parked = 1 WHERE id = ?", h.id); err != nil {
-					return out, err
+					return out, reparked, err
 				}
+				reparked = true
 				continue
 			}
 			quota := want
@@ -333,10 +394,10 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 			}
 		}
 		if out, err = s.leaseShares(ctx, tx, b, shares, until, token, out); err != nil {
-			return out, err
+			return out, reparked, err
 		}
 	}
-	return out, nil
+	return out, reparked, nil
 }
 
 // hostShare is what LeaseHosts takes from a host: up to quota entries.
