@@ -277,3 +277,119 @@ func TestLeaseHostsShortNotify(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseHostsCostBroad holds what a broad crawl's lease costs: the
+// hosts full (holding perHost leased entries) are passed over within one
+// read of the hosts, the shares of one or two entries of many hosts are
+// leased in one statement, and an Ack of the entries of several leases is
+// one chunk.
+func TestLeaseHostsCostBroad(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	// 100 hosts, leased to their perHost 2: full.
+	for i := range 100 {
+		if err := s.PushHosted(ctx, hostedEntries(fmt.Sprintf("full%03d.test", i), 3)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if es, err := s.LeaseHosts(ctx, time.Now(), 200, 2, time.Minute); err != nil || len(es) != 200 {
+		t.Fatalf("LeaseHosts(200, perHost 2) = %d entries, %v", len(es), err)
+	}
+	// 10 hosts after them, with a share of 2 each.
+	for i := range 10 {
+		if err := s.PushHosted(ctx, hostedEntries(fmt.Sprintf("free%d.test", i), 3)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.stmts.Load()
+	es, err := s.LeaseHosts(ctx, time.Now(), 20, 2, time.Minute)
+	if err != nil || len(es) != 20 {
+		t.Fatalf("LeaseHosts(20, perHost 2) = %d entries, %v, want 20", len(es), err)
+	}
+	// What waits, the hosts, one lease for the 10, their heads.
+	if got := s.stmts.Load() - before; got != 4 {
+		t.Errorf("LeaseHosts of 2 entries of 10 hosts past 100 full hosts ran %d statements, want 4", got)
+	}
+	var ids []string
+	for _, e := range es {
+		if e.Host == "free0.test" {
+			ids = append(ids, e.ID)
+		}
+	}
+	// free0.test's third entry, with a lease of its own.
+	if err := s.Ack(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	third, err := s.LeaseHosts(ctx, time.Now(), 1, 2, time.Minute)
+	if err != nil || len(third) != 1 || string(third[0].Data) != "free0.test-2" {
+		t.Fatalf("LeaseHosts(1, perHost 2) = %v, %v, want free0.test-2", third, err)
+	}
+	ids = append(ids[1:], third[0].ID)
+	for _, e := range es {
+		if e.Host == "free1.test" {
+			ids = append(ids, e.ID)
+		}
+	}
+	before = s.stmts.Load()
+	if err := s.Ack(ctx, ids...); err != nil {
+		t.Fatal(err)
+	}
+	// One DELETE of the 4 of two leases; the hosts' leased counts (one
+	// statement for both), and the empty free0.test forgotten.
+	if got := s.stmts.Load() - before; got != 3 {
+		t.Errorf("Ack of 4 entries of 2 leases and 2 hosts ran %d statements, want 3", got)
+	}
+}
+
+// TestLeaseHostsTwoPerHost: the shares of two entries of many hosts,
+// leased together, are each host's first two candidates in its lease order
+// (highest priority first, the second one of a lower priority too), and
+// the hosts' counts and heads move on as they would one host at a time.
+func TestLeaseHostsTwoPerHost(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	for i := range 5 {
+		host := fmt.Sprintf("h%d.test", i)
+		err := s.PushHosted(ctx,
+			storage.HostEntry{Host: host, Data: []byte(host + "-a")},
+			storage.HostEntry{Host: host, Priority: 5, Data: []byte(host + "-b")},
+			storage.HostEntry{Host: host, Data: []byte(host + "-c")},
+			storage.HostEntry{Host: host, Data: []byte(host + "-d")})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := func(want string) []storage.Entry {
+		t.Helper()
+		es, err := s.LeaseHosts(ctx, time.Now(), 100, 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range es {
+			got = append(got, string(e.Data))
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("LeaseHosts(perHost 2) = %v, want %v", got, want)
+		}
+		return es
+	}
+	first := lease("[h0.test-b h0.test-a h1.test-b h1.test-a h2.test-b h2.test-a h3.test-b h3.test-a h4.test-b h4.test-a]")
+	if _, err := s.LeaseHosts(ctx, time.Now(), 100, 2, time.Minute); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Fatalf("LeaseHosts with every host full error = %v, want %v", err, storage.ErrQueueEmpty)
+	}
+	// One of each host's leases back: a share of 1, the head.
+	var ids []string
+	for i := 0; i < len(first); i += 2 {
+		ids = append(ids, first[i].ID)
+	}
+	if err := s.Ack(ctx, ids...); err != nil {
+		t.Fatal(err)
+	}
+	lease("[h0.test-c h1.test-c h2.test-c h3.test-c h4.test-c]")
+	if err := s.Ack(ctx, entryIDs(first)[1:2]...); err != nil {
+		t.Fatal(err)
+	}
+	// h0.test's share is 1 again: its last entry.
+	lease("[h0.test-d]")
+}

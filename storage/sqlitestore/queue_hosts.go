@@ -117,9 +117,14 @@ var leaseHostQuery = `UPDATE queue
 	RETURNING seq, data, deliveries, rank`
 
 // nextHostsQuery lists up to ?4 hosts with candidates, unparked (?1 = 0) or
-// parked (1), in lease order after the head (rank ?2, seq ?3).
+// parked (1), in lease order after the head (rank ?2, seq ?3), that hold
+// fewer than ?5 leased entries (the host "" any number). The hosts full
+// are passed over in SQLite's loop: in a broad crawl most hosts whose
+// ready time came hold their share already, and reading them a page at a
+// time made a lease read the hosts table in a score of pages.
 const nextHostsQuery = `SELECT id, host, ready_at, leased, head_rank, head_seq FROM queue_hosts
 	WHERE parked = +?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
+		AND (leased < +?5 OR id = 0)
 	ORDER BY head_rank, head_seq LIMIT +?4`
 
 // nextReadyQuery finds the first moment after ?1 when something may become
@@ -358,7 +363,7 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 	after := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
 	for more := true; more && len(out) < n; {
 		limit := min(max(n-len(out), 16), 256)
-		hosts, err := s.readHosts(ctx, tx, 0, after, limit)
+		hosts, err := s.readHosts(ctx, tx, 0, after, limit, perHost)
 		if err != nil || len(hosts) == 0 {
 			return out, reparked, err
 		}
@@ -408,14 +413,16 @@ type hostShare struct {
 }
 
 // leaseShares leases the shares and appends their entries to out, host
-// after host. The shares of one entry (perHost 1, a broad crawl's) are
-// their hosts' heads: they are leased together, in one statement.
+// after host. The shares of one or two entries (perHost 1 or 2, a broad
+// crawl's) are their hosts' heads and the candidates after: they are
+// leased together, in one statement (a statement per host made a lease of
+// a broad crawl a score of them).
 func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares []hostShare, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
 	var heads []byte
 	at := make(map[int64]int) // host ID → its share, for the heads
 	for i := range shares {
-		if sh := &shares[i]; sh.quota == 1 {
-			heads = fmt.Appendf(heads, ",%d", sh.h.headSeq)
+		if sh := &shares[i]; sh.quota <= 2 {
+			heads = fmt.Appendf(heads, ",[%d,%d,%d,%d]", sh.h.id, sh.h.headRank, sh.h.headSeq, sh.quota)
 			at[sh.h.id] = i
 		}
 	}
@@ -430,16 +437,35 @@ func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares
 			sh := &shares[at[host]]
 			e.ID, e.Host, e.Priority = leaseID(seq, token, host), sh.h.host, int(-rank)
 			sh.entries = append(sh.entries, e)
-			b.leasePrefix(host, 1, rank, seq)
 			return nil
 		})
 		if err != nil {
 			return out, err
 		}
+		for _, i := range at {
+			sh := &shares[i]
+			if len(sh.entries) == 0 {
+				continue
+			}
+			// RETURNING has no defined order; a host's entries go in
+			// lease order. Its head among them, they are its first
+			// candidates.
+			slices.SortFunc(sh.entries, func(a, b storage.Entry) int {
+				return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(entrySeq(a), entrySeq(b)))
+			})
+			first, last := sh.entries[0], sh.entries[len(sh.entries)-1]
+			if entrySeq(first) == sh.h.headSeq {
+				b.leasePrefix(sh.h.id, len(sh.entries), int64(-last.Priority), entrySeq(last))
+			} else {
+				c := b.at(sh.h.id)
+				c.leased += len(sh.entries)
+				c.lose()
+			}
+		}
 	}
 	for i := range shares {
 		sh := &shares[i]
-		if sh.quota > 1 || len(at) == 1 {
+		if sh.quota > 2 || len(at) == 1 {
 			var err error
 			if sh.entries, err = s.leaseFrom(ctx, tx, b, sh.h, sh.quota, until, token); err != nil {
 				return out, err
@@ -455,18 +481,39 @@ func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares
 	return out, nil
 }
 
-// leaseHeads leases the entries whose seqs are in the JSON array ?4, the
-// heads of their hosts (candidates all): ?1 lease end, ?2 token, ?3 owner.
-const leaseHeads = `UPDATE queue
+// entrySeq is the seq of an entry this Store leased, from its ID.
+func entrySeq(e storage.Entry) int64 {
+	seq, _, _, _ := parseLeaseID(e.ID)
+	return seq
+}
+
+// leaseHeads leases, per host of the JSON array ?4 of [ID, head rank, head
+// seq, quota], its head (a candidate) and, when its quota is 2, the
+// candidate after (two ranges of the host index, as candidatesFrom): ?1
+// lease end, ?2 token, ?3 owner.
+const leaseHeads = `WITH h AS MATERIALIZED (
+		SELECT value ->> 0 AS id, value ->> 1 AS rank, value ->> 2 AS seq, value ->> 3 AS quota FROM json_each(?4))
+	UPDATE queue
 	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
-	WHERE seq IN (SELECT value FROM json_each(?4)) AND lease_until IS NULL AND not_before = 0
+	WHERE seq IN (SELECT seq FROM h
+		UNION ALL SELECT COALESCE(
+			(SELECT q.seq FROM queue q WHERE q.host_id = h.id AND q.rank = h.rank AND q.seq > h.seq
+				AND q.lease_until IS NULL AND q.not_before = 0 ORDER BY q.seq LIMIT 1),
+			(SELECT q.seq FROM queue q WHERE q.host_id = h.id AND q.rank > h.rank
+				AND q.lease_until IS NULL AND q.not_before = 0 ORDER BY q.rank, q.seq LIMIT 1))
+		FROM h WHERE h.quota > 1)
+		AND lease_until IS NULL AND not_before = 0
 	RETURNING seq, data, deliveries, rank, host_id`
 
 // readHosts reads up to limit hosts with candidates, parked or not, in
-// lease order after the head of after.
-func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hostRow, limit int) ([]hostRow, error) {
+// lease order after the head of after, that hold fewer than perHost leased
+// entries (perHost <= 0: any number; the host "" always).
+func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hostRow, limit, perHost int) ([]hostRow, error) {
+	if perHost <= 0 {
+		perHost = math.MaxInt64
+	}
 	var hosts []hostRow
-	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit}, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit, perHost}, func(rows *sql.Rows) error {
 		var h hostRow
 		if err := rows.Scan(&h.id, &h.host, &h.readyAt, &h.leased, &h.headRank, &h.headSeq); err != nil {
 			return err
