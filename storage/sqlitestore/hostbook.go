@@ -413,15 +413,15 @@ func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) (next sql.Null
 	if err := s.queryRow(ctx, tx, firstDue).Scan(&times[0], &times[1], &times[2]); err != nil {
 		return next, false, err
 	}
-	due := false
-	for _, t := range times {
-		due = due || t.Valid && t.Int64 <= now
+	var due [3]bool
+	for i, t := range times {
+		due[i] = t.Valid && t.Int64 <= now
 		next = earliest(next, t)
 	}
-	if !due {
+	if due == [3]bool{} {
 		return next, false, nil
 	}
-	return sql.NullInt64{}, true, s.sweepDue(ctx, tx, now)
+	return sql.NullInt64{}, true, s.sweepDue(ctx, tx, now, due)
 }
 
 // earliest is the earlier of two times, either of which may be missing.
@@ -432,11 +432,34 @@ func earliest(a, b sql.NullInt64) sql.NullInt64 {
 	return a
 }
 
-// sweepDue is the work of sweep when something is due.
-func (s *Store) sweepDue(ctx context.Context, tx *sql.Tx, now int64) error {
-	if err := s.sweepExpired(ctx, tx, now); err != nil {
-		return err
+// sweepDue is the work of sweep when something is due: due tells which of
+// the leases ending, the not-before times and the hosts' ready times have
+// come (a broad crawl's sweeps are of hosts' ready times alone).
+func (s *Store) sweepDue(ctx context.Context, tx *sql.Tx, now int64, due [3]bool) error {
+	if due[0] {
+		if err := s.sweepExpired(ctx, tx, now); err != nil {
+			return err
+		}
 	}
+	if due[1] {
+		if err := s.sweepDelayedAt(ctx, tx, now); err != nil {
+			return err
+		}
+	}
+	if !due[2] {
+		return nil
+	}
+	for _, q := range []string{forgetHosts, unparkHosts} {
+		if _, err := s.exec(ctx, tx, q, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepDelayedAt makes the entries whose not-before time came at now
+// candidates, and flushes.
+func (s *Store) sweepDelayedAt(ctx context.Context, tx *sql.Tx, now int64) error {
 	var b hostBook
 	err := s.eachRow(ctx, tx, sweepDelayed, []any{now}, func(rows *sql.Rows) error {
 		var host, rank, seq int64
@@ -449,15 +472,10 @@ func (s *Store) sweepDue(ctx context.Context, tx *sql.Tx, now int64) error {
 		}
 		return nil
 	})
-	if err == nil {
-		err = s.flush(ctx, tx, &b)
+	if err != nil {
+		return err
 	}
-	for _, q := range []string{forgetHosts, unparkHosts} {
-		if err == nil {
-			_, err = s.exec(ctx, tx, q, now)
-		}
-	}
-	return err
+	return s.flush(ctx, tx, &b)
 }
 
 // exec runs the prepared statement of query within tx.

@@ -393,3 +393,31 @@ func TestLeaseHostsTwoPerHost(t *testing.T) {
 	// h0.test's share is 1 again: its last entry.
 	lease("[h0.test-d]")
 }
+
+// TestSweepOnlyDue: a LeaseHosts whose sweep has only hosts' ready times
+// to apply (a broad crawl's, nearly every lease) runs the statements of
+// those alone, not those of leases ending or not-before times.
+func TestSweepOnlyDue(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	now := time.Now()
+	if err := s.SetHostReady(ctx, map[string]time.Time{"p.test": now.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushHosted(ctx, hostedEntries("p.test", 1)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LeaseHosts(ctx, now, 1, 1, time.Minute); !errors.Is(err, storage.ErrQueueEmpty) {
+		t.Fatalf("LeaseHosts before the host's ready time error = %v, want %v", err, storage.ErrQueueEmpty)
+	}
+	before := s.stmts.Load()
+	es, err := s.LeaseHosts(ctx, now.Add(2*time.Second), 1, 1, time.Minute)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("LeaseHosts after the host's ready time = %d entries, %v", len(es), err)
+	}
+	// What waits; forget and unpark the hosts; the hosts, the lease, the
+	// new head.
+	if got := s.stmts.Load() - before; got != 6 {
+		t.Errorf("LeaseHosts sweeping a host's ready time ran %d statements, want 6", got)
+	}
+}
