@@ -1,6 +1,9 @@
 package sqlitestore
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // chunkSizes are the row counts of the multi-row statements that Open
 // prepares, largest first: k rows take one statement per 64 and one per
@@ -42,11 +45,24 @@ var (
 	insertHostedChunks = chunked(func(k int) string {
 		return "INSERT INTO queue (data, host_id, rank) VALUES (?, ?, ?)" + strings.Repeat(", (?, ?, ?)", k-1)
 	})
-	// ackChunks delete the held leases of the seqs given, all of one
-	// Lease's token, the last parameter. The unary + keeps SQLite from
-	// reading the leases' index rather than the rowids.
+	// ackChunks delete the held leases of the entries given, a seq and
+	// the token of its lease each: all of them, or none when one is not
+	// held (the count in the subquery, which SQLite computes once per
+	// execution, is short), so that a chunk needs no savepoint to be
+	// undone before its IDs are taken one at a time. The tokens are
+	// matched by a CASE on seq, so that a chunk may hold the IDs of
+	// several leases (a run acknowledges entries of many). The unary +
+	// keeps SQLite from reading the leases' index rather than the rowids.
 	ackChunks = chunked(func(k int) string {
-		return "DELETE FROM queue WHERE seq IN (?" + strings.Repeat(", ?", k-1) +
-			") AND lease_token = ? AND +lease_until IS NOT NULL"
+		var seqs, tokens strings.Builder
+		for j := 1; j < 2*k; j += 2 {
+			if j > 1 {
+				seqs.WriteString(", ")
+			}
+			fmt.Fprintf(&seqs, "?%d", j)
+			fmt.Fprintf(&tokens, " WHEN ?%d THEN ?%d", j, j+1)
+		}
+		held := fmt.Sprintf("seq IN (%s) AND lease_token = CASE seq%s END AND +lease_until IS NOT NULL", &seqs, &tokens)
+		return fmt.Sprintf("DELETE FROM queue WHERE %s AND (SELECT COUNT(*) FROM queue WHERE %s) = %d", held, held, k)
 	})
 )

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -197,9 +198,12 @@ const (
 			WHERE q.host_id = x.id AND q.rank > x.rank AND q.lease_until IS NULL AND q.not_before = 0
 			ORDER BY q.rank, q.seq LIMIT 1))
 	FROM x WHERE queue_hosts.id = x.id`
-	// flushLeased changes leased counts, per host [ID, change].
+	// flushLeased changes leased counts, per host [ID, change], and tells
+	// which hosts may have no entry left (flushEmpty's test but the
+	// queue's), so that an Ack's hosts still busy are not looked at again.
 	flushLeased = `UPDATE queue_hosts SET leased = leased + (j.value ->> 1)
-		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0`
+		FROM json_each(?1) j WHERE queue_hosts.id = j.value ->> 0
+		RETURNING id, head_seq IS NULL AND leased = 0 AND parked = 0`
 	// flushGains makes candidates heads where they come first, per host
 	// [ID, rank, seq].
 	flushGains = `UPDATE queue_hosts SET head_rank = j.value ->> 1, head_seq = j.value ->> 2
@@ -230,7 +234,12 @@ const (
 		LIMIT 1)
 		WHERE id = ?1`
 	flushLeasedOne = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1`
-	flushGainOne   = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
+	// flushLeasedEmpty is flushLeasedOne for a host that lost entries:
+	// it tells whether the host may have none left (flushEmptyOne's test
+	// but the queue's), so that a host still busy needs no second statement.
+	flushLeasedEmpty = `UPDATE queue_hosts SET leased = leased + ?2 WHERE id = ?1
+		RETURNING head_seq IS NULL AND leased = 0 AND parked = 0`
+	flushGainOne = `UPDATE queue_hosts SET head_rank = ?2, head_seq = ?3
 		WHERE id = ?1 AND (head_seq IS NULL OR (?2, ?3) < (head_rank, head_seq))`
 	flushEmptyOne = `DELETE FROM queue_hosts WHERE id = ?1
 		AND CASE WHEN head_seq IS NULL AND leased = 0 AND parked = 0
@@ -245,6 +254,17 @@ func (s *Store) flushOne(ctx context.Context, tx *sql.Tx, host int64, c *hostCha
 		_, err = s.exec(ctx, tx, flushHead, host, c.leased, c.toRank, c.toSeq+1)
 	case c.lost:
 		_, err = s.exec(ctx, tx, flushHead, host, c.leased, nil, c.from)
+	case c.leased != 0 && c.removed && !c.gained && host != 0:
+		// An Ack's: the host is forgotten only if it may be empty.
+		var empty bool
+		err = s.queryRow(ctx, tx, flushLeasedEmpty, host, c.leased).Scan(&empty)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // no row, nothing to forget
+		}
+		if err == nil && empty {
+			_, err = s.exec(ctx, tx, flushEmptyOne, host)
+		}
+		return err
 	case c.leased != 0:
 		_, err = s.exec(ctx, tx, flushLeasedOne, host, c.leased)
 	}
@@ -268,6 +288,8 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 	// Each a JSON array of rows under way, ",[…],[…]": the first ',' is
 	// made its '['.
 	var heads, leased, gains, empty []byte
+	// checked: the hosts whose emptiness flushLeased tells (an Ack's).
+	var checked map[int64]bool
 	for host, c := range b.changes {
 		switch {
 		case c.prefix:
@@ -276,6 +298,13 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 			heads = fmt.Appendf(heads, ",[%d,%d,null,%d]", host, c.leased, c.from)
 		case c.leased != 0:
 			leased = fmt.Appendf(leased, ",[%d,%d]", host, c.leased)
+			if c.removed && !c.gained && host != 0 {
+				if checked == nil {
+					checked = make(map[int64]bool)
+				}
+				checked[host] = true
+				continue
+			}
 		}
 		if c.gained {
 			gains = fmt.Appendf(gains, ",[%d,%d,%d]", host, c.rank, c.seq)
@@ -285,15 +314,39 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *hostBook) error {
 		}
 	}
 	*b = hostBook{}
+	list := func(rows []byte) string {
+		rows[0] = '['
+		return string(append(rows, ']'))
+	}
+	if heads != nil {
+		if _, err := s.exec(ctx, tx, flushHeads, list(heads)); err != nil {
+			return err
+		}
+	}
+	if leased != nil {
+		err := s.eachRow(ctx, tx, flushLeased, []any{list(leased)}, func(rows *sql.Rows) error {
+			var host int64
+			var mayBeEmpty bool
+			if err := rows.Scan(&host, &mayBeEmpty); err != nil {
+				return err
+			}
+			if mayBeEmpty && checked[host] {
+				empty = fmt.Appendf(empty, ",[%d]", host)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		query string
 		rows  []byte
-	}{{flushHeads, heads}, {flushLeased, leased}, {flushGains, gains}, {flushEmpty, empty}} {
+	}{{flushGains, gains}, {flushEmpty, empty}} {
 		if f.rows == nil {
 			continue
 		}
-		f.rows[0] = '['
-		if _, err := s.exec(ctx, tx, f.query, string(append(f.rows, ']'))); err != nil {
+		if _, err := s.exec(ctx, tx, f.query, list(f.rows)); err != nil {
 			return err
 		}
 	}
@@ -320,10 +373,15 @@ const (
 	unparkHosts = `UPDATE queue_hosts SET parked = 0 WHERE parked = 1 AND ready_at <= ?1`
 )
 
-// sweepDue tells whether a sweep at ?1 has anything to do.
-const sweepDue = `SELECT EXISTS (SELECT 1 FROM queue WHERE lease_until <= ?1)
-	OR EXISTS (SELECT 1 FROM queue WHERE not_before > 0 AND not_before <= ?1)
-	OR EXISTS (SELECT 1 FROM queue_hosts WHERE parked = 1 AND ready_at <= ?1)`
+// firstDue reads the first moment when time changes something: the
+// earliest lease end, not-before time and parked host's ready time, each
+// NULL when there is none, one step of its partial index each. A sweep has
+// something to do when one has come; when none has, the earliest is also
+// when the next entry may become ready, which a lease that ends short
+// needs (nextReadyQuery) and so does not ask again.
+const firstDue = `SELECT (SELECT MIN(lease_until) FROM queue WHERE lease_until IS NOT NULL),
+	(SELECT MIN(not_before) FROM queue WHERE not_before > 0),
+	(SELECT MIN(ready_at) FROM queue_hosts WHERE parked = 1)`
 
 // sweepExpired applies the expiry of leases at now, and flushes.
 func (s *Store) sweepExpired(ctx context.Context, tx *sql.Tx, now int64) error {
@@ -347,15 +405,61 @@ func (s *Store) sweepExpired(ctx context.Context, tx *sql.Tx, now int64) error {
 // sweep applies, as of now, every change that time makes: expired leases
 // and passed not-before times make their entries candidates, and hosts
 // whose ready time has come are unparked (or forgotten, with no entries).
-func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) error {
+// When there was nothing to sweep, it returns the first moment after now
+// when there will be (not valid: nothing waits); after a sweep, swept.
+func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) (next sql.NullInt64, swept bool, err error) {
 	// One statement when there is nothing to sweep, the common case.
-	var due bool
-	if err := tx.StmtContext(ctx, s.prepared[sweepDue]).QueryRowContext(ctx, now).Scan(&due); err != nil || !due {
-		return err
+	var times [3]sql.NullInt64
+	if err := s.queryRow(ctx, tx, firstDue).Scan(&times[0], &times[1], &times[2]); err != nil {
+		return next, false, err
 	}
-	if err := s.sweepExpired(ctx, tx, now); err != nil {
-		return err
+	var due [3]bool
+	for i, t := range times {
+		due[i] = t.Valid && t.Int64 <= now
+		next = earliest(next, t)
 	}
+	if due == [3]bool{} {
+		return next, false, nil
+	}
+	return sql.NullInt64{}, true, s.sweepDue(ctx, tx, now, due)
+}
+
+// earliest is the earlier of two times, either of which may be missing.
+func earliest(a, b sql.NullInt64) sql.NullInt64 {
+	if !a.Valid || b.Valid && b.Int64 < a.Int64 {
+		return b
+	}
+	return a
+}
+
+// sweepDue is the work of sweep when something is due: due tells which of
+// the leases ending, the not-before times and the hosts' ready times have
+// come (a broad crawl's sweeps are of hosts' ready times alone).
+func (s *Store) sweepDue(ctx context.Context, tx *sql.Tx, now int64, due [3]bool) error {
+	if due[0] {
+		if err := s.sweepExpired(ctx, tx, now); err != nil {
+			return err
+		}
+	}
+	if due[1] {
+		if err := s.sweepDelayedAt(ctx, tx, now); err != nil {
+			return err
+		}
+	}
+	if !due[2] {
+		return nil
+	}
+	for _, q := range []string{forgetHosts, unparkHosts} {
+		if _, err := s.exec(ctx, tx, q, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepDelayedAt makes the entries whose not-before time came at now
+// candidates, and flushes.
+func (s *Store) sweepDelayedAt(ctx context.Context, tx *sql.Tx, now int64) error {
 	var b hostBook
 	err := s.eachRow(ctx, tx, sweepDelayed, []any{now}, func(rows *sql.Rows) error {
 		var host, rank, seq int64
@@ -368,25 +472,28 @@ func (s *Store) sweep(ctx context.Context, tx *sql.Tx, now int64) error {
 		}
 		return nil
 	})
-	if err == nil {
-		err = s.flush(ctx, tx, &b)
+	if err != nil {
+		return err
 	}
-	for _, q := range []string{forgetHosts, unparkHosts} {
-		if err == nil {
-			_, err = s.exec(ctx, tx, q, now)
-		}
-	}
-	return err
+	return s.flush(ctx, tx, &b)
 }
 
 // exec runs the prepared statement of query within tx.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	s.stmts.Add(1)
 	return tx.StmtContext(ctx, s.prepared[query]).ExecContext(ctx, args...)
+}
+
+// queryRow runs the prepared statement of query within tx, for one row.
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	s.stmts.Add(1)
+	return tx.StmtContext(ctx, s.prepared[query]).QueryRowContext(ctx, args...)
 }
 
 // eachRow runs the prepared statement of query within tx and calls f for
 // each row; the rows are closed when it returns.
 func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, f func(*sql.Rows) error) error {
+	s.stmts.Add(1)
 	rows, err := tx.StmtContext(ctx, s.prepared[query]).QueryContext(ctx, args...)
 	if err != nil {
 		return err
@@ -409,10 +516,10 @@ func (s *Store) eachRow(ctx context.Context, tx *sql.Tx, query string, args []an
 // plans the statement again, which cost a lease as much as its own work
 // (TestQueueStatementsNotReprepared).
 var preparedQueries = slices.Concat([]string{flushHeads, flushLeased, flushGains, flushEmpty,
-	flushHead, flushLeasedOne, flushGainOne, flushEmptyOne,
-	sweepDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
+	flushHead, flushLeasedOne, flushLeasedEmpty, flushGainOne, flushEmptyOne,
+	firstDue, sweepLeases, sweepDelayed, forgetHosts, unparkHosts,
 	leaseHostQuery, nextHostsQuery, nextReadyQuery, nextEntryQuery,
-	ackLeased, ackSwept, ackSavepoint, ackRollback, ackRelease,
+	ackLeased, ackSwept,
 	releaseHeld, releaseSwept, renewHeld, renewSwept, releaseOwnerQuery,
-	pushedPlain, hostIDQuery, hostIDsCreate, hostIDsRead, hostName, readyLater, readyPast, readyLaterMany, readyPastMany, leaseHeads},
+	pushedPlain, hostIDQuery, hostHeadQuery, hostIDsCreate, hostIDsRead, hostName, readyLater, readyPast, readyLaterMany, readyPastMany, leaseHeads},
 	insertPlainChunks, insertHostedChunks, ackChunks)

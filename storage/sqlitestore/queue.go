@@ -196,7 +196,7 @@ func (s *Store) Lease(ctx context.Context, n int, ttl time.Duration) ([]storage.
 		if len(out) < n {
 			// The queue is drained of ready entries: find when the next one
 			// becomes ready so that Notify can say so.
-			return tx.StmtContext(ctx, s.prepared[nextEntryQuery]).QueryRowContext(ctx, nowNs).Scan(&next)
+			return s.queryRow(ctx, tx, nextEntryQuery, nowNs).Scan(&next)
 		}
 		return nil
 	})

@@ -31,19 +31,17 @@ func (s *Store) Ack(ctx context.Context, ids ...string) error {
 }
 
 // ackIn deletes the entries of ids within tx and returns the IDs whose
-// lease is not held, in the order of ids. The IDs of one Lease are deleted
-// a chunk at a time, trusting the host each ID names (IDs are this
+// lease is not held, in the order of ids. The IDs are deleted a chunk at a
+// time, whatever Lease gave them, trusting the host each ID names (IDs are this
 // package's, and the token, random, is checked); a chunk that holds IDs of
 // leases not held (unknown, or expired and swept back among the
-// candidates) is undone and taken one ID at a time.
+// candidates) deletes nothing and is taken one ID at a time.
 func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
-	type group struct {
-		token       int64
-		seqs, hosts []int64
-		at          []int // indexes in ids
+	type lease struct {
+		seq, token, host int64
+		at               int // index in ids
 	}
-	var groups []*group
-	byToken := make(map[int64]*group)
+	leases := make([]lease, 0, len(ids))
 	notHeld := make([]bool, len(ids))
 	for i, id := range ids {
 		seq, token, host, ok := parseLeaseID(id)
@@ -51,45 +49,41 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 			notHeld[i] = true
 			continue
 		}
-		g := byToken[token]
-		if g == nil {
-			g = &group{token: token}
-			byToken[token] = g
-			groups = append(groups, g)
-		}
-		g.seqs, g.hosts, g.at = append(g.seqs, seq), append(g.hosts, host), append(g.at, i)
+		leases = append(leases, lease{seq, token, host, i})
 	}
 	var b hostBook
-	args := make([]any, 0, chunkSizes[0]+1)
-	for _, g := range groups {
-		err := eachChunk(len(g.seqs), func(start, size, i int) error {
-			if size > 1 {
-				args = args[:0]
-				for _, seq := range g.seqs[start : start+size] {
-					args = append(args, seq)
-				}
-				done, err := s.ackChunk(ctx, tx, i, append(args, g.token))
-				if err != nil || done {
-					for _, host := range g.hosts[start : start+size] {
-						c := b.at(host)
-						c.leased--
-						c.removed = true
-					}
-					return err
-				}
+	args := make([]any, 0, 2*chunkSizes[0])
+	err := eachChunk(len(leases), func(start, size, i int) error {
+		chunk := leases[start : start+size]
+		if size > 1 {
+			args = args[:0]
+			for _, l := range chunk {
+				args = append(args, l.seq, l.token)
 			}
-			for j := start; j < start+size; j++ {
-				held, err := s.ackOne(ctx, tx, &b, g.seqs[j], g.token, g.hosts[j])
-				if err != nil {
-					return err
-				}
-				notHeld[g.at[j]] = !held
+			done, err := s.ackChunk(ctx, tx, i, args)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			if done {
+				for _, l := range chunk {
+					c := b.at(l.host)
+					c.leased--
+					c.removed = true
+				}
+				return nil
+			}
 		}
+		for _, l := range chunk {
+			held, err := s.ackOne(ctx, tx, &b, l.seq, l.token, l.host)
+			if err != nil {
+				return err
+			}
+			notHeld[l.at] = !held
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var unknown []string
 	for i, id := range ids {
@@ -100,23 +94,20 @@ func (s *Store) ackIn(ctx context.Context, tx *sql.Tx, ids []string) ([]string, 
 	return unknown, s.flush(ctx, tx, &b)
 }
 
-// ackChunk deletes the held leases of a chunk (args: its seqs, the token)
-// and reports whether every one was; if not, it undoes the chunk.
+// ackChunk deletes the held leases of a chunk (args: seq and token of each)
+// and reports whether every one was; if not, it deleted none.
 func (s *Store) ackChunk(ctx context.Context, tx *sql.Tx, i int, args []any) (bool, error) {
-	if _, err := s.exec(ctx, tx, ackSavepoint); err != nil {
-		return false, err
-	}
 	n, err := affected(s.exec(ctx, tx, ackChunks[i], args...))
 	if err != nil {
 		return false, err
 	}
-	if n < int64(chunkSizes[i]) {
-		if _, err := s.exec(ctx, tx, ackRollback); err != nil {
-			return false, err
-		}
+	switch n {
+	case 0:
+		return false, nil
+	case int64(chunkSizes[i]):
+		return true, nil
 	}
-	_, err = s.exec(ctx, tx, ackRelease)
-	return n == int64(chunkSizes[i]), err
+	return false, fmt.Errorf("sqlitestore: ack deleted %d of a chunk of %d", n, chunkSizes[i])
 }
 
 // ackOne deletes the entry seq leased with token, and reports whether its
@@ -145,11 +136,8 @@ func (s *Store) ackOne(ctx context.Context, tx *sql.Tx, b *hostBook, seq, token,
 // ID's, so that the common case, a held lease, is known for one without
 // reading the row back (RETURNING doubled the cost of an Ack).
 const (
-	ackLeased    = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3 AND lease_until IS NOT NULL"
-	ackSwept     = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3"
-	ackSavepoint = "SAVEPOINT ack"
-	ackRollback  = "ROLLBACK TO ack"
-	ackRelease   = "RELEASE ack"
+	ackLeased = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3 AND lease_until IS NOT NULL"
+	ackSwept  = "DELETE FROM queue WHERE seq = ?1 AND lease_token = ?2 AND +host_id = ?3"
 )
 
 // affected is the count of rows a statement's result reports.

@@ -103,17 +103,17 @@ func (s *Store) Head(ctx context.Context, n int) ([]storage.HeadEntry, error) {
 	var out []storage.HeadEntry
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		if err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
+		if _, _, err := s.sweep(ctx, tx, time.Now().UnixNano()); err != nil {
 			return err
 		}
 		start := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
 		// Both lists are in lease order; n hosts of each are enough, as
 		// every host listed gives at least one entry.
-		ready, err := s.readHosts(ctx, tx, 0, start, n)
+		ready, err := s.readHosts(ctx, tx, 0, start, n, 0)
 		if err != nil {
 			return err
 		}
-		parked, err := s.readHosts(ctx, tx, 1, start, n)
+		parked, err := s.readHosts(ctx, tx, 1, start, n, 0)
 		if err != nil {
 			return err
 		}

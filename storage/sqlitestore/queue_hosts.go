@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,47 +20,89 @@ import (
 const hostIDQuery = `INSERT INTO queue_hosts (id, host) VALUES (CASE WHEN ?1 = '' THEN 0 END, ?1)
 	ON CONFLICT DO UPDATE SET host = ?1 RETURNING id`
 
+// hostHeadQuery reads the ID and head of host ?1, without writing: a push
+// to a known host, the common case, leaves its row as it is unless the
+// entry comes before its head.
+const hostHeadQuery = "SELECT id, head_rank, head_seq FROM queue_hosts WHERE host = ?1"
+
 // The same for the hosts of the JSON array ?1 of names: hostIDsCreate
-// creates the rows missing, hostIDsRead reads the IDs and names.
+// creates the rows missing, hostIDsRead reads the IDs, names and heads.
 const (
 	hostIDsCreate = `INSERT INTO queue_hosts (id, host)
 		SELECT CASE WHEN value = '' THEN 0 END, value FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING`
-	hostIDsRead = "SELECT id, host FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
+	hostIDsRead = "SELECT id, host, head_rank, head_seq FROM queue_hosts WHERE host IN (SELECT value FROM json_each(?1))"
 )
 
-// hostIDs returns the IDs of the entries' hosts, creating the rows
-// missing: one statement for one host, two for several.
-func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]int64, error) {
-	ids := make(map[string]int64)
+// hostHead is a host's ID and head (its first candidate, if it has one)
+// as a push reads them.
+type hostHead struct {
+	id        int64
+	rank, seq sql.NullInt64
+}
+
+// precedes tells whether the entry (rank, seq) comes before the head, so
+// that pushing it makes it the head.
+func (h hostHead) precedes(rank, seq int64) bool {
+	return !h.seq.Valid || rank < h.rank.Int64 || rank == h.rank.Int64 && seq < h.seq.Int64
+}
+
+// hostIDs returns the IDs and heads of the entries' hosts, creating the
+// rows missing: one read for hosts known, and a write and a second read
+// for the others.
+func (s *Store) hostIDs(ctx context.Context, tx *sql.Tx, entries []storage.HostEntry) (map[string]hostHead, error) {
+	ids := make(map[string]hostHead)
 	var names []string
 	for _, e := range entries {
 		if _, ok := ids[e.Host]; !ok {
-			ids[e.Host] = 0
+			ids[e.Host] = hostHead{id: -1}
 			names = append(names, e.Host)
 		}
 	}
 	if len(names) == 1 {
-		var id int64
-		err := tx.StmtContext(ctx, s.prepared[hostIDQuery]).QueryRowContext(ctx, names[0]).Scan(&id)
-		ids[names[0]] = id
+		h := hostHead{}
+		err := s.queryRow(ctx, tx, hostHeadQuery, names[0]).Scan(&h.id, &h.rank, &h.seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			h = hostHead{}
+			err = s.queryRow(ctx, tx, hostIDQuery, names[0]).Scan(&h.id)
+		}
+		ids[names[0]] = h
 		return ids, err
 	}
-	list, err := json.Marshal(names)
+	read := func(names []string) (missing []string, err error) {
+		list, err := json.Marshal(names)
+		if err != nil {
+			return nil, err
+		}
+		err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
+			var h hostHead
+			var name string
+			if err := rows.Scan(&h.id, &name, &h.rank, &h.seq); err != nil {
+				return err
+			}
+			ids[name] = h
+			return nil
+		})
+		for _, name := range names {
+			if ids[name].id < 0 {
+				missing = append(missing, name)
+			}
+		}
+		return missing, err
+	}
+	missing, err := read(names)
+	if err != nil || len(missing) == 0 {
+		return ids, err
+	}
+	list, err := json.Marshal(missing)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.exec(ctx, tx, hostIDsCreate, string(list)); err != nil {
 		return nil, err
 	}
-	err = s.eachRow(ctx, tx, hostIDsRead, []any{string(list)}, func(rows *sql.Rows) error {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return err
-		}
-		ids[name] = id
-		return nil
-	})
+	if missing, err = read(missing); err == nil && len(missing) > 0 {
+		err = fmt.Errorf("sqlitestore: hosts %q have no row after their creation", missing)
+	}
 	return ids, err
 }
 
@@ -74,9 +117,14 @@ var leaseHostQuery = `UPDATE queue
 	RETURNING seq, data, deliveries, rank`
 
 // nextHostsQuery lists up to ?4 hosts with candidates, unparked (?1 = 0) or
-// parked (1), in lease order after the head (rank ?2, seq ?3).
+// parked (1), in lease order after the head (rank ?2, seq ?3), that hold
+// fewer than ?5 leased entries (the host "" any number). The hosts full
+// are passed over in SQLite's loop: in a broad crawl most hosts whose
+// ready time came hold their share already, and reading them a page at a
+// time made a lease read the hosts table in a score of pages.
 const nextHostsQuery = `SELECT id, host, ready_at, leased, head_rank, head_seq FROM queue_hosts
 	WHERE parked = +?1 AND head_seq IS NOT NULL AND (head_rank, head_seq) > (?2, ?3)
+		AND (leased < +?5 OR id = 0)
 	ORDER BY head_rank, head_seq LIMIT +?4`
 
 // nextReadyQuery finds the first moment after ?1 when something may become
@@ -112,7 +160,7 @@ func (s *Store) nameHosts(ctx context.Context, tx *sql.Tx, out []hostLeased) err
 		}
 		name, ok := names[id]
 		if !ok {
-			if err := tx.StmtContext(ctx, s.prepared[hostName]).QueryRowContext(ctx, id).Scan(&name); err != nil {
+			if err := s.queryRow(ctx, tx, hostName, id).Scan(&name); err != nil {
 				return err
 			}
 			if names == nil {
@@ -186,7 +234,7 @@ func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.
 	}
 	hostIDs := make([]int64, len(entries))
 	for j, e := range entries {
-		hostIDs[j] = ids[e.Host]
+		hostIDs[j] = ids[e.Host].id
 	}
 	var b hostBook
 	args := make([]any, 0, 3*chunkSizes[0])
@@ -206,7 +254,11 @@ func (s *Store) insertHosted(ctx context.Context, tx *sql.Tx, entries []storage.
 		// The rows of one INSERT take consecutive seqs (AUTOINCREMENT, one
 		// writer).
 		for j, e := range entries[start : start+size] {
-			b.gain(hostIDs[start+j], -int64(e.Priority), last-int64(size-1-j))
+			// An entry after its host's head (every entry but those of a
+			// new host or of a higher priority) changes nothing there.
+			if rank, seq := -int64(e.Priority), last-int64(size-1-j); ids[e.Host].precedes(rank, seq) {
+				b.gain(hostIDs[start+j], rank, seq)
+			}
 		}
 		return nil
 	})
@@ -264,21 +316,30 @@ func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, t
 	var next sql.NullInt64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out, next = out[:0], sql.NullInt64{}
-		if err := s.sweep(ctx, tx, nowNs); err != nil {
+		due, swept, err := s.sweep(ctx, tx, nowNs)
+		if err != nil {
 			return err
 		}
-		var err error
 		var b hostBook
-		if out, err = s.leaseHosts(ctx, tx, &b, nowNs, n, perHost, until, token); err != nil {
+		var reparked bool
+		if out, reparked, err = s.leaseHosts(ctx, tx, &b, nowNs, n, perHost, until, token); err != nil {
 			return err
 		}
 		if err := s.flush(ctx, tx, &b); err != nil {
 			return err
 		}
-		if len(out) < n {
-			return tx.StmtContext(ctx, s.prepared[nextReadyQuery]).QueryRowContext(ctx, nowNs).Scan(&next)
+		if len(out) == n {
+			return nil
 		}
-		return nil
+		if !swept && !reparked {
+			// What waited before this call still does, and the leases
+			// it granted end at until: no need to read it again.
+			if next = due; len(out) > 0 {
+				next = earliest(next, sql.NullInt64{Int64: until, Valid: true})
+			}
+			return nil
+		}
+		return s.queryRow(ctx, tx, nextReadyQuery, nowNs).Scan(&next)
 	})
 	if err != nil {
 		return nil, s.wrap("lease hosts", err)
@@ -298,20 +359,24 @@ func (s *Store) LeaseHosts(ctx context.Context, now time.Time, n, perHost int, t
 // its share, until n are leased or no host is left. Leasing moves a host's
 // head on in the index only at the flush, after the walk: the walk meets
 // each host once.
-func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int64, n, perHost int, until, token int64) ([]storage.Entry, error) {
-	var out []storage.Entry
+func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int64, n, perHost int, until, token int64) (out []storage.Entry, reparked bool, err error) {
 	after := hostRow{headRank: math.MinInt64, headSeq: math.MinInt64}
-	for len(out) < n {
-		hosts, err := s.readHosts(ctx, tx, 0, after, min(max(n-len(out), 16), 256))
+	for more := true; more && len(out) < n; {
+		limit := min(max(n-len(out), 16), 256)
+		hosts, err := s.readHosts(ctx, tx, 0, after, limit, perHost)
 		if err != nil || len(hosts) == 0 {
-			return out, err
+			return out, reparked, err
 		}
+		// A page short of its limit is the last: once each of its hosts
+		// is asked, no need to read again.
+		more = len(hosts) == limit
 		var shares []hostShare
 		want := n - len(out)
 		for _, h := range hosts {
 			if want == 0 {
 				// A host may give less than its quota: the next page
 				// starts after the last host asked.
+				more = true
 				break
 			}
 			after = h
@@ -319,8 +384,9 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 				// Unparked by a sweep at a later now than this call's
 				// (another consumer's clock): park it again.
 				if _, err := tx.ExecContext(ctx, "UPDATE queue_hosts SET parked = 1 WHERE id = ?", h.id); err != nil {
-					return out, err
+					return out, reparked, err
 				}
+				reparked = true
 				continue
 			}
 			quota := want
@@ -333,10 +399,10 @@ func (s *Store) leaseHosts(ctx context.Context, tx *sql.Tx, b *hostBook, now int
 			}
 		}
 		if out, err = s.leaseShares(ctx, tx, b, shares, until, token, out); err != nil {
-			return out, err
+			return out, reparked, err
 		}
 	}
-	return out, nil
+	return out, reparked, nil
 }
 
 // hostShare is what LeaseHosts takes from a host: up to quota entries.
@@ -347,14 +413,16 @@ type hostShare struct {
 }
 
 // leaseShares leases the shares and appends their entries to out, host
-// after host. The shares of one entry (perHost 1, a broad crawl's) are
-// their hosts' heads: they are leased together, in one statement.
+// after host. The shares of one or two entries (perHost 1 or 2, a broad
+// crawl's) are their hosts' heads and the candidates after: they are
+// leased together, in one statement (a statement per host made a lease of
+// a broad crawl a score of them).
 func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares []hostShare, until, token int64, out []storage.Entry) ([]storage.Entry, error) {
 	var heads []byte
 	at := make(map[int64]int) // host ID → its share, for the heads
 	for i := range shares {
-		if sh := &shares[i]; sh.quota == 1 {
-			heads = fmt.Appendf(heads, ",%d", sh.h.headSeq)
+		if sh := &shares[i]; sh.quota <= 2 {
+			heads = fmt.Appendf(heads, ",[%d,%d,%d,%d]", sh.h.id, sh.h.headRank, sh.h.headSeq, sh.quota)
 			at[sh.h.id] = i
 		}
 	}
@@ -369,16 +437,35 @@ func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares
 			sh := &shares[at[host]]
 			e.ID, e.Host, e.Priority = leaseID(seq, token, host), sh.h.host, int(-rank)
 			sh.entries = append(sh.entries, e)
-			b.leasePrefix(host, 1, rank, seq)
 			return nil
 		})
 		if err != nil {
 			return out, err
 		}
+		for _, i := range at {
+			sh := &shares[i]
+			if len(sh.entries) == 0 {
+				continue
+			}
+			// RETURNING has no defined order; a host's entries go in
+			// lease order. Its head among them, they are its first
+			// candidates.
+			slices.SortFunc(sh.entries, func(a, b storage.Entry) int {
+				return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(entrySeq(a), entrySeq(b)))
+			})
+			first, last := sh.entries[0], sh.entries[len(sh.entries)-1]
+			if entrySeq(first) == sh.h.headSeq {
+				b.leasePrefix(sh.h.id, len(sh.entries), int64(-last.Priority), entrySeq(last))
+			} else {
+				c := b.at(sh.h.id)
+				c.leased += len(sh.entries)
+				c.lose()
+			}
+		}
 	}
 	for i := range shares {
 		sh := &shares[i]
-		if sh.quota > 1 || len(at) == 1 {
+		if sh.quota > 2 || len(at) == 1 {
 			var err error
 			if sh.entries, err = s.leaseFrom(ctx, tx, b, sh.h, sh.quota, until, token); err != nil {
 				return out, err
@@ -394,18 +481,39 @@ func (s *Store) leaseShares(ctx context.Context, tx *sql.Tx, b *hostBook, shares
 	return out, nil
 }
 
-// leaseHeads leases the entries whose seqs are in the JSON array ?4, the
-// heads of their hosts (candidates all): ?1 lease end, ?2 token, ?3 owner.
-const leaseHeads = `UPDATE queue
+// entrySeq is the seq of an entry this Store leased, from its ID.
+func entrySeq(e storage.Entry) int64 {
+	seq, _, _, _ := parseLeaseID(e.ID)
+	return seq
+}
+
+// leaseHeads leases, per host of the JSON array ?4 of [ID, head rank, head
+// seq, quota], its head (a candidate) and, when its quota is 2, the
+// candidate after (two ranges of the host index, as candidatesFrom): ?1
+// lease end, ?2 token, ?3 owner.
+const leaseHeads = `WITH h AS MATERIALIZED (
+		SELECT value ->> 0 AS id, value ->> 1 AS rank, value ->> 2 AS seq, value ->> 3 AS quota FROM json_each(?4))
+	UPDATE queue
 	SET lease_until = ?1, lease_token = ?2, lease_owner = ?3, deliveries = deliveries + 1
-	WHERE seq IN (SELECT value FROM json_each(?4)) AND lease_until IS NULL AND not_before = 0
+	WHERE seq IN (SELECT seq FROM h
+		UNION ALL SELECT COALESCE(
+			(SELECT q.seq FROM queue q WHERE q.host_id = h.id AND q.rank = h.rank AND q.seq > h.seq
+				AND q.lease_until IS NULL AND q.not_before = 0 ORDER BY q.seq LIMIT 1),
+			(SELECT q.seq FROM queue q WHERE q.host_id = h.id AND q.rank > h.rank
+				AND q.lease_until IS NULL AND q.not_before = 0 ORDER BY q.rank, q.seq LIMIT 1))
+		FROM h WHERE h.quota > 1)
+		AND lease_until IS NULL AND not_before = 0
 	RETURNING seq, data, deliveries, rank, host_id`
 
 // readHosts reads up to limit hosts with candidates, parked or not, in
-// lease order after the head of after.
-func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hostRow, limit int) ([]hostRow, error) {
+// lease order after the head of after, that hold fewer than perHost leased
+// entries (perHost <= 0: any number; the host "" always).
+func (s *Store) readHosts(ctx context.Context, tx *sql.Tx, parked int, after hostRow, limit, perHost int) ([]hostRow, error) {
+	if perHost <= 0 {
+		perHost = math.MaxInt64
+	}
 	var hosts []hostRow
-	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit}, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, tx, nextHostsQuery, []any{parked, after.headRank, after.headSeq, limit, perHost}, func(rows *sql.Rows) error {
 		var h hostRow
 		if err := rows.Scan(&h.id, &h.host, &h.readyAt, &h.leased, &h.headRank, &h.headSeq); err != nil {
 			return err

@@ -104,6 +104,9 @@ type Store struct {
 	isVisited, leaseReady, addVisited, getCookies *sql.Stmt
 	// prepared holds the statements of preparedQueries by their text.
 	prepared map[string]*sql.Stmt
+	// stmts counts the statements run through exec, eachRow and queryRow,
+	// for tests of what a call costs.
+	stmts atomic.Int64
 }
 
 // prepare compiles the hot-path statements. Transactions use them through
