@@ -160,10 +160,6 @@ func (cfg *config) validate() error {
 	return nil
 }
 
-// normaliseDomains lowercases entries and drops ports, so that an entry
-// written as "127.0.0.1:8080" matches the hostname (Colly never matches it),
-// and writes internationalised names in their ASCII (punycode) form, the
-// form links are in: "bücher.test" matches xn--bcher-kva.test.
 // domainSet is AllowedDomains or DisallowedDomains, normalised. A long
 // list is kept as a set too: a broad crawl told its thousands of hosts
 // checks every link it finds against them, and a scan of the list made
@@ -199,6 +195,10 @@ func (s domainSet) has(host string) bool {
 	return slices.Contains(s.list, host)
 }
 
+// normaliseDomains lowercases entries and drops ports, so that an entry
+// written as "127.0.0.1:8080" matches the hostname (Colly never matches it),
+// and writes internationalised names in their ASCII (punycode) form, the
+// form links are in: "bücher.test" matches xn--bcher-kva.test.
 func normaliseDomains(ds []string) []string {
 	if len(ds) == 0 {
 		return nil

@@ -33,14 +33,14 @@ const hostsAhead = 2
 
 // leasePace is the least time from a lease that came back short (fewer
 // entries than asked: the store had no more of hosts ready within
-// hostLead) to the next, unless an entry has been acknowledged since whose
-// host may start again within hostLead (freeSlots). Each finished request wakes the run,
-// and without the pace a broad crawl asked the store again at every one,
-// though the host that finished waits out its Delay: over Redis, 57% of
-// 2,200 leases a second came back empty. Entries are leased hostLead
-// ahead of their start, so the pace delays none; a finished request of a
-// host without a Delay frees a slot it can use at once, so its
-// acknowledgement ends the pace.
+// hostLead) to the next, unless an entry has been acknowledged since
+// whose host may start again within hostLead (freeSlots). Each finished
+// request wakes the run, and without the pace a broad crawl asked the
+// store again at every one, though the host that finished waits out its
+// Delay: over Redis, 57% of 2,200 leases a second came back empty.
+// Entries are leased hostLead ahead of their start, so the pace delays
+// none; a finished request of a host without a Delay frees a slot it can
+// use at once, so its acknowledgement ends the pace.
 const leasePace = 20 * time.Millisecond
 
 // hostProbe is a host name no LimitRule should single out: a rule that
