@@ -172,6 +172,7 @@ type domainSet struct {
 // domainSetScan is the longest list that is scanned rather than hashed.
 const domainSetScan = 8
 
+// newDomainSet normalises ds (see normaliseDomains) into a domainSet.
 func newDomainSet(ds []string) domainSet {
 	s := domainSet{list: normaliseDomains(ds)}
 	if len(s.list) > domainSetScan {
